@@ -1,0 +1,45 @@
+# Two commands set everything up on a fresh machine with Python 3.11 and Java 17:
+#   make demo   the main job on an embedded default (an S3 server on 127.0.0.1)
+#   make test   every suite, including the pypaimon interop suite in its own venv
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+INTEROP_VENV := .venv-interop
+PIP_FLAGS := --disable-pip-version-check -q
+
+.PHONY: demo test test-main test-interop bench lint clean venv
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
+	$(VENV)/bin/pip install $(PIP_FLAGS) -e '.[dev,demo]'
+	touch $@
+
+# pypaimon 2.1.0 cannot share a venv with Airflow (it pins pyarrow<20): it gets its own,
+# holding only the lakeformat core beside it.
+$(INTEROP_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(INTEROP_VENV)
+	$(INTEROP_VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
+	$(INTEROP_VENV)/bin/pip install $(PIP_FLAGS) 'pypaimon==2.1.0' -e . 'pytest>=8' 'hypothesis>=6.100'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/python -m lakeformat.demo
+
+test: test-main test-interop
+
+test-main: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest tests --ignore=tests/interop -q
+
+test-interop: $(INTEROP_VENV)/.installed
+	$(INTEROP_VENV)/bin/python -m pytest tests/interop -q
+
+bench: $(VENV)/.installed $(INTEROP_VENV)/.installed
+	$(VENV)/bin/python bench/write_read.py
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check lakeformat tests bench
+
+clean:
+	rm -rf $(VENV) $(INTEROP_VENV) .pytest_cache

@@ -1,0 +1,31 @@
+"""lakeformat: Apache Paimon primary-key tables in Python, on local disk and S3."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from lakeformat.catalog import Catalog, Identifier  # noqa: E402
+from lakeformat.errors import (  # noqa: E402
+    CommitConflictError,
+    CommitFailedError,
+    CorruptFileError,
+    DatabaseAlreadyExistsError,
+    DatabaseNotFoundError,
+    InvalidIdentifierError,
+    InvalidOptionError,
+    LakeformatError,
+    SchemaMismatchError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedError,
+)
+from lakeformat.results import CommitResult  # noqa: E402
+from lakeformat.table import Table  # noqa: E402
+
+__all__ = [
+    "Catalog", "Identifier", "Table", "CommitResult", "LakeformatError", "UnsupportedError",
+    "SchemaMismatchError", "CorruptFileError", "CommitConflictError", "CommitFailedError",
+    "InvalidIdentifierError", "InvalidOptionError", "DatabaseNotFoundError",
+    "DatabaseAlreadyExistsError", "TableNotFoundError", "TableAlreadyExistsError",
+    "__version__",
+]

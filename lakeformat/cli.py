@@ -1,0 +1,246 @@
+"""`lakeformat --warehouse URI [-o key=value ...] COMMAND`: the library's verbs on the shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from lakeformat.catalog import Catalog
+from lakeformat.errors import LakeformatError
+from lakeformat.schema.types import DataField, parse_atomic, to_arrow
+from lakeformat.table import Table
+
+
+def _kv(items: Sequence[str] | None, what: str) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise SystemExit(f"{what} {item!r} must be key=value")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _split_top(text: str) -> list[str]:
+    """Split 'a INT, b DECIMAL(10, 2)' on commas outside parentheses."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "(<":
+            depth += 1
+        elif ch in ")>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def parse_columns(text: str) -> list[DataField]:
+    """'id BIGINT NOT NULL, name STRING' -> fields (atomic types, Paimon SQL spelling)."""
+    fields = []
+    for i, col in enumerate(_split_top(text)):
+        name, _, type_text = col.strip().partition(" ")
+        if not type_text.strip():
+            raise SystemExit(f"column {col!r} needs a type, e.g. 'id BIGINT'")
+        fields.append(DataField(i, name.strip("`\""), parse_atomic(type_text)))
+    return fields
+
+
+def _print(obj: Any, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(obj, indent=2, default=str))
+    elif isinstance(obj, list):
+        for row in obj:
+            print(row)
+    else:
+        print(obj)
+
+
+def _read_input(path: str, fmt: str | None) -> pa.Table:
+    fmt = (fmt or os.path.splitext(path)[1].lstrip(".")).lower()
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+        return pq.read_table(path)
+    if fmt == "csv":
+        import pyarrow.csv as pcsv
+        return pcsv.read_csv(path)
+    if fmt in ("json", "jsonl", "ndjson"):
+        import pyarrow.json as pjson
+        return pjson.read_json(path)
+    raise SystemExit(f"unknown input format {fmt!r} (parquet, csv, json)")
+
+
+def _cast_to_table(data: pa.Table, table: Table) -> pa.Table:
+    """Files (CSV, JSON) carry inferred types: cast each column the table knows to its type."""
+    cols, names = [], []
+    for name in data.column_names:
+        col = data[name]
+        if name in table.table_schema.field_names:
+            target = to_arrow(table.table_schema.field(name).type)
+            if not col.type.equals(target):
+                try:
+                    col = col.cast(target)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise LakeformatError(f"column {name!r}: cannot cast {col.type} to "
+                                          f"{table.table_schema.field(name).type}: {e}") from e
+        cols.append(col)
+        names.append(name)
+    return pa.table(cols, names=names)
+
+
+def _write_output(result: pa.Table, path: str) -> None:
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".csv":
+        import pyarrow.csv as pcsv
+        pcsv.write_csv(result, path)
+    elif ext in (".json", ".jsonl"):
+        with open(path, "w") as f:
+            for row in result.to_pylist():
+                f.write(json.dumps(row, default=str) + "\n")
+    else:
+        import pyarrow.parquet as pq
+        pq.write_table(result, path)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lakeformat", description=__doc__)
+    p.add_argument("--warehouse", default=os.environ.get("LAKEFORMAT_WAREHOUSE"),
+                   help="warehouse URI: a path, file://..., or s3://bucket/prefix "
+                        "(default: $LAKEFORMAT_WAREHOUSE)")
+    p.add_argument("-o", "--catalog-option", action="append", metavar="KEY=VALUE",
+                   help="catalog option such as s3.endpoint=http://127.0.0.1:9000")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add(name: str, help: str, table: bool = True) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help)
+        if table:
+            sp.add_argument("table", help="database.table")
+        sp.add_argument("--json", action="store_true", help="print JSON")
+        return sp
+
+    sp = add("create-database", "create a database", table=False)
+    sp.add_argument("database")
+    sp.add_argument("--if-not-exists", action="store_true")
+    add("list-tables", "list tables of a database", table=False).add_argument("database")
+    sp = add("create-table", "create a primary-key table")
+    sp.add_argument("--columns", required=True,
+                    help="'id BIGINT, dt STRING, name STRING' (Paimon type names)")
+    sp.add_argument("--primary-key", required=True, help="comma list")
+    sp.add_argument("--partition-key", default="", help="comma list")
+    sp.add_argument("-O", "--option", action="append", metavar="KEY=VALUE",
+                    help="table option, e.g. bucket=4")
+    sp.add_argument("--comment")
+    sp.add_argument("--if-not-exists", action="store_true")
+    for name, help in (("write", "write rows from a Parquet/CSV/JSON file"),
+                       ("delete", "delete rows by primary key, keys from a file")):
+        sp = add(name, help)
+        sp.add_argument("input")
+        sp.add_argument("--format", choices=["parquet", "csv", "json"])
+        if name == "write":
+            sp.add_argument("--overwrite", action="store_true",
+                            help="replace the partitions written to")
+    sp = add("read", "read rows (merge-on-read)")
+    sp.add_argument("--columns", help="comma list")
+    sp.add_argument("--where", action="append", metavar="COL=VALUE",
+                    help="equality filter; prunes partitions when COL is a partition key")
+    sp.add_argument("--snapshot", type=int)
+    sp.add_argument("--tag")
+    sp.add_argument("--output", help="write to .parquet/.csv/.json instead of printing")
+    sp.add_argument("--limit", type=int, default=50, help="rows to print (default 50)")
+    add("snapshots", "list snapshots")
+    add("schemas", "list schema versions")
+    sp = add("files", "list live data files")
+    sp.add_argument("--snapshot", type=int)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.warehouse:
+        raise SystemExit("--warehouse (or $LAKEFORMAT_WAREHOUSE) is required")
+    catalog = Catalog(args.warehouse, _kv(args.catalog_option, "catalog option"))
+    cmd = args.command
+    if cmd == "create-database":
+        catalog.create_database(args.database, exist_ok=args.if_not_exists)
+        _print({"database": args.database, "created": True}, args.json)
+        return 0
+    if cmd == "list-tables":
+        _print(catalog.list_tables(args.database), args.json)
+        return 0
+    if cmd == "create-table":
+        t = catalog.create_table(
+            args.table, parse_columns(args.columns),
+            primary_keys=[k.strip() for k in args.primary_key.split(",") if k.strip()],
+            partition_keys=[k.strip() for k in args.partition_key.split(",") if k.strip()],
+            options=_kv(args.option, "table option"), comment=args.comment,
+            exist_ok=args.if_not_exists)
+        _print({"table": t.name, "path": t.path, "schema_id": t.table_schema.id}, args.json)
+        return 0
+    table = catalog.get_table(args.table)
+    if cmd in ("write", "delete"):
+        data = _cast_to_table(_read_input(args.input, args.format), table)
+        result = table.write(data, overwrite=args.overwrite) if cmd == "write" \
+            else table.delete(data)
+        _print(result.to_dict() if args.json else str(result), args.json)
+    elif cmd == "read":
+        filt = None
+        if args.where:
+            filt = []
+            for k, v in _kv(args.where, "--where").items():
+                dt = table.table_schema.field(k).type
+                filt.append((k, "=", pa.scalar(v).cast(to_arrow(dt)).as_py()))
+        cols = [c.strip() for c in args.columns.split(",")] if args.columns else None
+        result = table.read(columns=cols, filter=filt, snapshot_id=args.snapshot, tag=args.tag)
+        if args.output:
+            _write_output(result, args.output)
+            _print({"rows": result.num_rows, "output": args.output}, args.json)
+        elif args.json:
+            _print(result.slice(0, args.limit).to_pylist(), True)
+        else:
+            print(result.slice(0, args.limit).to_pandas().to_string(index=False)
+                  if _has_pandas() else result.slice(0, args.limit))
+            print(f"({result.num_rows} rows)", file=sys.stderr)
+    elif cmd == "snapshots":
+        _print([s.to_dict() for s in table.snapshots()] if args.json else
+               [f"{s.id}\t{s.commit_kind}\tschema {s.schema_id}\t{s.total_record_count} records"
+                f"\t{s.time_millis}" for s in table.snapshots()], args.json)
+    elif cmd == "schemas":
+        _print([json.loads(s.to_json()) for s in table.schemas()] if args.json else
+               [f"{s.id}\t{', '.join(f'{f.name} {f.type}' for f in s.fields)}\t{s.options}"
+                for s in table.schemas()], args.json)
+    elif cmd == "files":
+        files = table.files(snapshot_id=args.snapshot)
+        _print(files if args.json else
+               [f"{f['partition']}\tbucket-{f['bucket']}\tL{f['level']}\t{f['row_count']} rows"
+                f"\t{f['file_size']} B\t{f['file_name']}" for f in files], args.json)
+    return 0
+
+
+def _has_pandas() -> bool:
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except (LakeformatError, FileNotFoundError, KeyError) as e:
+        print(f"lakeformat: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

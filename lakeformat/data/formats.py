@@ -1,0 +1,183 @@
+"""Parquet and ORC specifics of data files: physical schemas, codecs, in-memory file sinks.
+
+The physical types follow what Java Paimon writes [JAVA ParquetSchemaConverter, OrcTypeUtil], so
+files we write look like Java's to every reader; pyarrow options that only newer versions have
+(``store_decimal_as_integer``) are feature-detected so pyarrow 16+ keeps working.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakeformat.errors import UnsupportedError
+from lakeformat.schema.table_schema import (
+    SEQUENCE_NUMBER,
+    SEQUENCE_NUMBER_ID,
+    VALUE_KIND,
+    VALUE_KIND_ID,
+    TableSchema,
+)
+from lakeformat.schema.types import FIELD_ID_KEY, DataField, DataType, bigint, tinyint, to_arrow
+
+__all__ = [
+    "SUPPORTED_WRITE_FORMATS",
+    "compression_extension",
+    "leaf_types",
+    "orc_compression",
+    "orc_write_schema",
+    "parquet_compression",
+    "parquet_write_options",
+    "parquet_write_schema",
+    "physical_fields",
+]
+
+SUPPORTED_WRITE_FORMATS = ("parquet", "orc")
+
+#: Java's ``SpecialFields.STRUCTURED_TYPE_FIELD_ID_BASE`` and depth limit for ids of list
+#: elements and map keys/values.
+_NESTED_ID_BASE = 2147483647 // 4
+_NESTED_DEPTH_LIMIT = 1 << 10
+
+_DECIMAL_AS_INT = "store_decimal_as_integer" in inspect.signature(pq.ParquetWriter.__init__).parameters
+
+# file.compression -> (pyarrow parquet codec); None = not writable by pyarrow.
+_PARQUET_CODECS = {
+    "zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4", "lz4_raw": "lz4",
+    "brotli": "brotli", "none": "none", "uncompressed": "none", "": "none",
+}
+_ORC_CODECS = {
+    "zstd": "zstd", "snappy": "snappy", "lz4": "lz4", "zlib": "zlib", "gzip": "zlib",
+    "deflate": "zlib", "none": "uncompressed", "uncompressed": "uncompressed", "": "uncompressed",
+}
+# Hadoop codec file extensions Java (>= 1.3) puts in names [JAVA HadoopCompressionType].
+_HADOOP_EXT = {"none": None, "gzip": "gz", "bzip2": "bz2", "deflate": "deflate",
+               "snappy": "snappy", "lz4": "lz4", "zstd": "zst"}
+
+
+def _int32(v: int) -> int:
+    """Java int arithmetic (wraps around)."""
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def physical_fields(schema: TableSchema, thin: bool) -> list[DataField]:
+    """Columns of a key-value file: ``_KEY_*`` (unless thin), sequence, kind, all columns."""
+    keys = [] if thin else schema.key_fields()
+    return [*keys, DataField(SEQUENCE_NUMBER_ID, SEQUENCE_NUMBER, bigint(False)),
+            DataField(VALUE_KIND_ID, VALUE_KIND, tinyint(False)), *schema.fields]
+
+
+def leaf_types(dt: DataType) -> list[DataType]:
+    """Atomic types inside ``dt`` (itself when atomic)."""
+    if dt.root in ("ARRAY", "MULTISET"):
+        return leaf_types(dt.element)  # type: ignore[arg-type]
+    if dt.root == "MAP":
+        return leaf_types(dt.key) + leaf_types(dt.value)  # type: ignore[arg-type]
+    if dt.root == "ROW":
+        return [t for f in dt.fields for t in leaf_types(f.type)]
+    return [dt]
+
+
+def _meta(field_id: int) -> dict[bytes, bytes]:
+    return {FIELD_ID_KEY: str(field_id).encode()}
+
+
+def _parquet_field(name: str, dt: DataType, field_id: int, depth: int) -> pa.Field:
+    """Arrow field whose Parquet rendering is Java's, ids included (nested ids derived)."""
+    if dt.root == "ARRAY":
+        elem = _parquet_field("element", dt.element, field_id, depth + 1)  # type: ignore[arg-type]
+        elem = elem.with_metadata(_meta(_int32(
+            _NESTED_ID_BASE + field_id * _NESTED_DEPTH_LIMIT + depth + 1)))
+        typ: pa.DataType = pa.list_(elem)
+    elif dt.root == "MAP":
+        key = _parquet_field("key", dt.key.copy(False), field_id, depth + 1)  # type: ignore[union-attr]
+        key = key.with_metadata(_meta(_int32(
+            _NESTED_ID_BASE - field_id * _NESTED_DEPTH_LIMIT - depth - 1)))
+        val = _parquet_field("value", dt.value, field_id, depth + 1)  # type: ignore[arg-type]
+        val = val.with_metadata(_meta(_int32(
+            _NESTED_ID_BASE + field_id * _NESTED_DEPTH_LIMIT + depth + 1)))
+        typ = pa.map_(key, val)
+    elif dt.root == "ROW":
+        typ = pa.struct([_parquet_field(f.name, f.type, f.id, 0) for f in dt.fields])
+    else:
+        typ = to_arrow(dt)
+    return pa.field(name, typ, dt.nullable, metadata=_meta(field_id))
+
+
+def parquet_write_schema(fields: list[DataField]) -> pa.Schema:
+    """Arrow schema to hand pyarrow's Parquet writer (field ids, required flags, names)."""
+    return pa.schema([_parquet_field(f.name, f.type, f.id, 0) for f in fields])
+
+
+def _orc_type(dt: DataType) -> pa.DataType:
+    """pyarrow cannot write time32 to ORC; Java stores TIME as an ORC int (ms of day) anyway."""
+    if dt.root == "TIME":
+        return pa.int32()
+    if dt.root == "ARRAY":
+        return pa.list_(pa.field("element", _orc_type(dt.element), True))  # type: ignore[arg-type]
+    if dt.root == "MAP":
+        return pa.map_(pa.field("key", _orc_type(dt.key), False),  # type: ignore[arg-type]
+                       pa.field("value", _orc_type(dt.value), True))  # type: ignore[arg-type]
+    if dt.root == "ROW":
+        return pa.struct([pa.field(f.name, _orc_type(f.type), True) for f in dt.fields])
+    return to_arrow(dt)
+
+
+def orc_write_schema(fields: list[DataField]) -> pa.Schema:
+    """Arrow schema for pyarrow's ORC writer (ORC has no required flags or field ids there)."""
+    return pa.schema([pa.field(f.name, _orc_type(f.type), True) for f in fields])
+
+
+def parquet_compression(name: str, zstd_level: int) -> dict[str, Any]:
+    """pyarrow ``compression`` / ``compression_level`` for a Paimon ``file.compression``."""
+    key = name.strip().lower()
+    codec = _PARQUET_CODECS.get(key)
+    if codec is None:
+        raise UnsupportedError(
+            f"file.compression {name!r} is not supported for Parquet by lakeformat "
+            f"(supported: {sorted(k for k in _PARQUET_CODECS if k)})")
+    out: dict[str, Any] = {"compression": codec}
+    if codec == "zstd":
+        out["compression_level"] = zstd_level
+    return out
+
+
+def orc_compression(name: str) -> str:
+    key = name.strip().lower()
+    codec = _ORC_CODECS.get(key)
+    if codec is None:
+        raise UnsupportedError(
+            f"file.compression {name!r} is not supported for ORC by lakeformat "
+            f"(supported: {sorted(k for k in _ORC_CODECS if k)})")
+    return codec
+
+
+def compression_extension(name: str) -> str | None:
+    """Compression part of a data file name (``file.suffix.include.compression``), Java >= 1.3."""
+    key = name.strip().lower()
+    if not key:
+        return None
+    return _HADOOP_EXT.get(key, key)
+
+
+def parquet_write_options(fields: list[DataField], compression: str,
+                          zstd_level: int) -> dict[str, Any]:
+    """Keyword arguments of ``pq.ParquetWriter`` reproducing Java's physical types.
+
+    TIMESTAMP(p > 6) is INT96 in Java. pyarrow can only switch INT96 on for *all* timestamps, so
+    it is used when every timestamp in the file has p > 6; otherwise those columns are written
+    as INT64 nanos (what pypaimon writes; Java >= 1.3 reads it).
+    """
+    leaves = [t for f in fields for t in leaf_types(f.type)]
+    ts = [t.precision or 0 for t in leaves if t.root in ("TIMESTAMP", "TIMESTAMP_LTZ")]
+    opts: dict[str, Any] = dict(parquet_compression(compression, zstd_level))
+    opts.update(version="2.6", write_statistics=True, use_dictionary=True,
+                use_compliant_nested_type=True, coerce_timestamps=None)
+    opts["use_deprecated_int96_timestamps"] = bool(ts) and min(ts) > 6
+    if _DECIMAL_AS_INT:
+        opts["store_decimal_as_integer"] = True
+    return opts

@@ -1,0 +1,304 @@
+"""Writer and reader of key-value data files (the files of a primary-key table's LSM tree).
+
+Layout [paimon-format.md §7.1]: ``_KEY_<k>`` for each trimmed primary-key column (left out with
+``data-file.thin-mode``), ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``, then every table column. The
+writer rolls to a new file once the bytes actually written reach ``target-file-size`` and returns
+one :class:`DataFileMeta` per file, with stats computed the way Java computes them.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as _dt
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.orc as orc
+import pyarrow.parquet as pq
+
+from lakeformat.data.formats import (
+    SUPPORTED_WRITE_FORMATS,
+    compression_extension,
+    orc_compression,
+    orc_write_schema,
+    parquet_write_options,
+    parquet_write_schema,
+    physical_fields,
+)
+from lakeformat.data.stats import (
+    collect_col_stats,
+    key_stats_modes,
+    per_level,
+    to_simple_stats,
+    value_stats_modes,
+)
+from lakeformat.errors import CorruptFileError, LakeformatError, SchemaMismatchError, UnsupportedError
+from lakeformat.meta.binary_row import to_avro_bytes
+from lakeformat.meta.data_file_meta import DataFileMeta
+from lakeformat.options import CoreOptions
+from lakeformat.schema.table_schema import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+from lakeformat.schema.types import to_arrow
+
+__all__ = ["KeyValueFileWriter", "read_kv_file", "local_millis_now"]
+
+#: Java checks the rolling condition every 1000 records; we never write smaller row groups
+#: (except the input's tail), which bounds the per-row-group overhead the same way.
+MIN_CHUNK_ROWS = 1000
+#: Upper bound of one row group in Arrow memory (Java's Parquet block size is 128 MB).
+MAX_ROW_GROUP_BYTES = 128 << 20
+#: _VALUE_KIND values that retract a row (-U, -D): counted in ``_DELETE_ROW_COUNT``.
+RETRACT_KINDS = (1, 3)
+
+
+def local_millis_now() -> int:
+    """Java ``LocalDateTime.now()`` stored as epoch millis: local wall clock read as UTC."""
+    now = _dt.datetime.now()
+    return calendar.timegm(now.timetuple()) * 1000 + now.microsecond // 1000
+
+
+class KeyValueFileWriter:
+    """Writes sorted key-value rows of one bucket into rolling data files.
+
+    One random UUID per writer and a counter per file give Java's names
+    ``<data-file.prefix><uuid>-<n>.<format>`` [JAVA DataFilePathFactory].
+    """
+
+    def __init__(self, file_io: Any, bucket_dir: str, schema: TableSchema,
+                 options: CoreOptions, *, level: int = 0, file_source: int = 0) -> None:
+        self._io = file_io
+        self._dir = bucket_dir
+        self._schema = schema
+        self._level = level
+        self._file_source = file_source
+        fmt = (per_level(options, "file.format.per.level", level) or options.file_format).lower()
+        if fmt not in SUPPORTED_WRITE_FORMATS:
+            raise UnsupportedError(
+                f"file.format {fmt!r} is not supported for writing data files by lakeformat "
+                f"(supported: {', '.join(SUPPORTED_WRITE_FORMATS)})")
+        self._format = fmt
+        comp = (per_level(options, "file.compression.per.level", level)
+                or options.file_compression).lower()
+        self._thin = options.thin_mode
+        self._fields = physical_fields(schema, self._thin)
+        self._key_names = list(schema.trimmed_primary_keys)
+        self._key_fields = schema.key_fields()
+        self._key_types = [f.type for f in self._key_fields]
+        self._key_modes = key_stats_modes(schema, options, level)
+        self._value_modes = value_stats_modes(schema, options, level)
+        self._dense = options.stats_dense_store
+        self._target = max(1, options.target_file_size)
+        self._prefix = options.data_file_prefix
+        ext = compression_extension(comp) if options.file_suffix_include_compression else None
+        self._ext = f".{ext}.{fmt}" if ext else f".{fmt}"
+        self._uuid = str(uuid.uuid4())
+        self._counter = 0
+        if fmt == "parquet":
+            self._arrow_schema = parquet_write_schema(self._fields)
+            self._pq_options = parquet_write_options(self._fields, comp, options.zstd_level)
+        else:
+            self._arrow_schema = orc_write_schema(self._fields)
+            self._orc_codec = orc_compression(comp)
+        keys = [] if self._thin else self._key_names
+        self._sources = [*keys, SEQUENCE_NUMBER, VALUE_KIND, *schema.field_names]
+
+    @property
+    def file_format(self) -> str:
+        return self._format
+
+    def new_file_name(self) -> str:
+        name = f"{self._prefix}{self._uuid}-{self._counter}{self._ext}"
+        self._counter += 1
+        return name
+
+    # -- writing ----------------------------------------------------------------------------
+    def write(self, kv: pa.Table) -> list[DataFileMeta]:
+        """Write ``kv`` (sorted by key, one row per key) and describe every file written."""
+        if kv.num_rows == 0:
+            return []
+        phys = self._physical_table(kv)
+        chunks = self._parquet_files(phys) if self._format == "parquet" else self._orc_files(phys)
+        metas: list[DataFileMeta] = []
+        for start, stop, data in chunks:
+            name = self.new_file_name()
+            self._io.write_bytes(self._io.join(self._dir, name), data)
+            metas.append(self._file_meta(name, len(data), kv.slice(start, stop - start)))
+        return metas
+
+    def _physical_table(self, kv: pa.Table) -> pa.Table:
+        """The file's columns with the write schema's exact types; checks NOT NULL columns."""
+        arrays = []
+        for src, field, target in zip(self._sources, self._fields, self._arrow_schema):
+            if src not in kv.column_names:
+                raise SchemaMismatchError(f"key-value input has no column {src!r}")
+            col = kv.column(src)
+            if not field.type.nullable and col.null_count:
+                raise SchemaMismatchError(
+                    f"column {src!r} is NOT NULL but has {col.null_count} null values")
+            if not col.type.equals(target.type):
+                try:
+                    col = col.cast(target.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise SchemaMismatchError(
+                        f"column {src!r} of type {col.type} cannot be written as {target.type}: {e}"
+                    ) from e
+            arrays.append(col)
+        return pa.Table.from_arrays(arrays, schema=self._arrow_schema)
+
+    def _parquet_files(self, phys: pa.Table) -> Iterator[tuple[int, int, bytes]]:
+        """Row groups into an in-memory sink until its real size reaches the target.
+
+        The next row group is sized from the bytes per row observed so far (Arrow bytes before
+        the first), so files end close to the target without estimating their size.
+        """
+        n = phys.num_rows
+        mem_per_row = max(1.0, phys.nbytes / n)
+        cap_rows = max(MIN_CHUNK_ROWS, int(MAX_ROW_GROUP_BYTES / mem_per_row))
+        pos = 0
+        while pos < n:
+            start = pos
+            sink = pa.BufferOutputStream()
+            writer = pq.ParquetWriter(sink, self._arrow_schema, **self._pq_options)
+            per_row = mem_per_row
+            try:
+                while pos < n:
+                    left = self._target - sink.tell()
+                    rows = min(max(int(left / per_row) + 1, MIN_CHUNK_ROWS), cap_rows, n - pos)
+                    writer.write_table(phys.slice(pos, rows), row_group_size=rows)
+                    pos += rows
+                    written = sink.tell()
+                    per_row = max(1.0, written / (pos - start))
+                    if written >= self._target:
+                        break
+            finally:
+                writer.close()
+            yield start, pos, sink.getvalue().to_pybytes()
+
+    def _orc_files(self, phys: pa.Table) -> Iterator[tuple[int, int, bytes]]:
+        """ORC stripes are buffered until close, so each file's row count is predicted from the
+        bytes per row of the previous file (Arrow bytes for the first); sizes are still real."""
+        n = phys.num_rows
+        per_row = max(1.0, phys.nbytes / n)
+        pos = 0
+        while pos < n:
+            rows = min(max(int(self._target / per_row) + 1, MIN_CHUNK_ROWS), n - pos)
+            sink = pa.BufferOutputStream()
+            orc.write_table(phys.slice(pos, rows), sink, compression=self._orc_codec)
+            data = sink.getvalue().to_pybytes()
+            per_row = max(1.0, len(data) / rows)
+            yield pos, pos + rows, data
+            pos += rows
+
+    def _file_meta(self, name: str, size: int, part: pa.Table) -> DataFileMeta:
+        seq = pc.min_max(part.column(SEQUENCE_NUMBER))
+        kind = part.column(VALUE_KIND)
+        retract = pc.sum(pc.is_in(kind, value_set=pa.array(RETRACT_KINDS, kind.type))).as_py()
+        keys = [part.column(k) for k in self._key_names]
+        last = part.num_rows - 1
+        min_key = to_avro_bytes([c[0].as_py() for c in keys], self._key_types)
+        max_key = to_avro_bytes([c[last].as_py() for c in keys], self._key_types)
+        key_stats, _ = to_simple_stats(
+            collect_col_stats(keys, self._key_fields, self._key_modes, self._format),
+            self._key_fields)
+        value_cols = [part.column(f.name) for f in self._schema.fields]
+        value_stats, stats_cols = to_simple_stats(
+            collect_col_stats(value_cols, self._schema.fields, self._value_modes, self._format),
+            self._schema.fields, dense=self._dense)
+        return DataFileMeta(
+            file_name=name,
+            file_size=size,
+            row_count=part.num_rows,
+            min_key=min_key,
+            max_key=max_key,
+            key_stats=key_stats,
+            value_stats=value_stats,
+            min_sequence_number=seq["min"].as_py(),
+            max_sequence_number=seq["max"].as_py(),
+            schema_id=self._schema.id,
+            level=self._level,
+            extra_files=(),
+            creation_time=local_millis_now(),
+            delete_row_count=int(retract or 0),
+            file_source=self._file_source,
+            value_stats_cols=stats_cols,
+        )
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+def read_kv_file(file_io: Any, path: str, file_format: str, columns: Sequence[str] | None = None,
+                 *, schema: TableSchema | None = None) -> pa.Table:
+    """``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and ``columns`` (all value columns when None).
+
+    Reads files of Java, pypaimon or lakeformat, with or without ``_KEY_`` columns (never
+    returned). With ``schema`` (the schema the file was written with) columns get exactly the
+    Arrow types of ``to_arrow``; casts are checked, so a value that does not fit fails instead of
+    being truncated. Any failure to read raises CorruptFileError naming ``path``.
+    """
+    fmt = file_format.lower()
+    if fmt not in ("parquet", "orc"):
+        raise UnsupportedError(
+            f"cannot read data file {path}: file format {file_format!r} is not supported "
+            "(parquet, orc)")
+    try:
+        table = _read_raw(file_io, path, fmt, columns)
+        return _normalize(table, schema)
+    except LakeformatError:
+        raise
+    except Exception as e:  # pyarrow, OS and storage errors alike
+        raise CorruptFileError(f"cannot read data file {path}: {type(e).__name__}: {e}") from e
+
+
+def _wanted(names: list[str], columns: Sequence[str] | None, path: str) -> list[str]:
+    for sys_col in (SEQUENCE_NUMBER, VALUE_KIND):
+        if sys_col not in names:
+            raise CorruptFileError(f"data file {path} has no {sys_col} column")
+    if columns is None:
+        values = [n for n in names
+                  if not n.startswith(KEY_PREFIX) and n not in (SEQUENCE_NUMBER, VALUE_KIND)]
+    else:
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise CorruptFileError(f"data file {path} has no column(s) {missing}")
+        values = [c for c in columns if c not in (SEQUENCE_NUMBER, VALUE_KIND)]
+    return [SEQUENCE_NUMBER, VALUE_KIND, *values]
+
+
+def _read_raw(file_io: Any, path: str, fmt: str, columns: Sequence[str] | None) -> pa.Table:
+    source = file_io.open_input(path)
+    try:
+        if fmt == "parquet":
+            pf = pq.ParquetFile(source)
+            want = _wanted(pf.schema_arrow.names, columns, path)
+            table = pf.read(columns=want, use_threads=True)
+        else:
+            of = orc.ORCFile(source)
+            want = _wanted(of.schema.names, columns, path)
+            table = of.read(columns=want)
+        return table.select(want)
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
+
+
+def _normalize(table: pa.Table, schema: TableSchema | None) -> pa.Table:
+    """Drop file-level metadata; with a schema, give every column its ``to_arrow`` type."""
+    by_name = {f.name: f for f in schema.fields} if schema is not None else {}
+    fields, arrays = [], []
+    for name, col in zip(table.column_names, table.columns):
+        if name == SEQUENCE_NUMBER:
+            target, nullable = pa.int64(), False
+        elif name == VALUE_KIND:
+            target, nullable = pa.int8(), False
+        elif name in by_name:
+            target, nullable = to_arrow(by_name[name].type), by_name[name].type.nullable
+        else:
+            target, nullable = col.type, table.schema.field(name).nullable
+        if not col.type.equals(target, check_metadata=True):
+            col = col.cast(target, safe=True)
+        fields.append(pa.field(name, target, nullable))
+        arrays.append(col)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))

@@ -1,0 +1,93 @@
+"""Ordering records for merging: key ascending, then `_SEQUENCE_NUMBER`, then retract before add.
+
+Everything here works on whole columns: a sorted table plus the boundaries of its key groups
+is what every merge engine consumes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND
+
+# RowKind bytes [paimon-format.md §5.2]
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class KeyGroups:
+    """Key groups of a sorted table: rows starts[i] .. ends[i] (inclusive) share one key."""
+
+    starts: np.ndarray  # int64
+    ends: np.ndarray  # int64
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self.ends - self.starts + 1
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+def is_retract(kinds: pa.Array | pa.ChunkedArray | np.ndarray) -> np.ndarray:
+    k = np.asarray(kinds) if isinstance(kinds, np.ndarray) else _np(kinds)
+    return (k == UPDATE_BEFORE) | (k == DELETE)
+
+
+def _np(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col.to_numpy(zero_copy_only=False)
+
+
+def sort_for_merge(table: pa.Table, key_names: list[str]) -> pa.Table:
+    """Sort records of one bucket into merge order.
+
+    Ties on (key, sequence number) are broken retract-before-add, as Paimon's sort-merge
+    readers do. The sort is stable, so equal records keep their input order.
+    """
+    if table.num_rows <= 1:
+        return table
+    add_rank = pc.invert(pa.chunked_array([pa.array(is_retract(table[VALUE_KIND]))]))
+    sort_table = pa.table(
+        [table[k] for k in key_names] + [table[SEQUENCE_NUMBER], add_rank],
+        names=[f"k{i}" for i in range(len(key_names))] + ["seq", "add"],
+    )
+    keys = [(f"k{i}", "ascending") for i in range(len(key_names))]
+    idx = pc.sort_indices(sort_table, sort_keys=keys + [("seq", "ascending"), ("add", "ascending")])
+    return table.take(idx)
+
+
+def sort_by_key_stable(table: pa.Table, key_names: list[str]) -> pa.Table:
+    """Stable sort by key only: rows of one key keep arrival order (used by writers)."""
+    if table.num_rows <= 1:
+        return table
+    idx = pc.sort_indices(table.select(key_names), sort_keys=[(k, "ascending") for k in key_names])
+    return table.take(idx)
+
+
+def key_groups(table: pa.Table, key_names: list[str]) -> KeyGroups:
+    """Boundaries of runs of equal keys in a key-sorted table."""
+    n = table.num_rows
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return KeyGroups(empty, empty)
+    new_key = np.zeros(n, dtype=bool)
+    new_key[0] = True
+    if n > 1:
+        for name in key_names:
+            col = table[name]
+            prev, cur = col.slice(0, n - 1), col.slice(1)
+            neq = pc.not_equal(cur, prev)
+            # keys are never null; fill defensively so a null never merges two keys
+            neq = pc.fill_null(neq, True)
+            new_key[1:] |= _np(neq)
+    starts = np.flatnonzero(new_key).astype(np.int64)
+    ends = np.empty_like(starts)
+    ends[:-1] = starts[1:] - 1
+    ends[-1] = n - 1
+    return KeyGroups(starts, ends)

@@ -1,0 +1,184 @@
+"""`snapshot/snapshot-N` JSON, LATEST/EARLIEST hints, and finding snapshots of a table."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from lakeformat.errors import CorruptFileError
+from lakeformat.storage import FileIO
+
+SNAPSHOT_PREFIX = "snapshot-"
+LATEST = "LATEST"
+EARLIEST = "EARLIEST"
+BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX: what batch writers use
+COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE")
+
+# JSON key -> attribute, in the order Java writes them.
+_KEYS = [
+    ("version", "version"), ("id", "id"), ("schemaId", "schema_id"),
+    ("baseManifestList", "base_manifest_list"),
+    ("baseManifestListSize", "base_manifest_list_size"),
+    ("deltaManifestList", "delta_manifest_list"),
+    ("deltaManifestListSize", "delta_manifest_list_size"),
+    ("changelogManifestList", "changelog_manifest_list"),
+    ("changelogManifestListSize", "changelog_manifest_list_size"),
+    ("indexManifest", "index_manifest"), ("commitUser", "commit_user"),
+    ("commitIdentifier", "commit_identifier"), ("commitKind", "commit_kind"),
+    ("timeMillis", "time_millis"), ("logOffsets", "log_offsets"),
+    ("totalRecordCount", "total_record_count"), ("deltaRecordCount", "delta_record_count"),
+    ("changelogRecordCount", "changelog_record_count"), ("watermark", "watermark"),
+    ("statistics", "statistics"), ("properties", "properties"), ("nextRowId", "next_row_id"),
+    ("uuid", "uuid"), ("writerVersion", "writer_version"), ("operation", "operation"),
+]
+_REQUIRED = ("id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser",
+             "commitIdentifier", "commitKind", "timeMillis")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    id: int
+    schema_id: int
+    base_manifest_list: str
+    delta_manifest_list: str
+    commit_user: str
+    commit_identifier: int
+    commit_kind: str
+    time_millis: int
+    total_record_count: int | None = None
+    delta_record_count: int | None = None
+    version: int = 3
+    base_manifest_list_size: int | None = None
+    delta_manifest_list_size: int | None = None
+    changelog_manifest_list: str | None = None
+    changelog_manifest_list_size: int | None = None
+    index_manifest: str | None = None
+    log_offsets: dict[str, int] | None = None
+    changelog_record_count: int | None = None
+    watermark: int | None = None
+    statistics: str | None = None
+    properties: dict[str, str] | None = None
+    next_row_id: int | None = None
+    uuid: str | None = None
+    writer_version: str | None = None
+    operation: str | None = None
+    # tag files carry extra keys; kept verbatim so a tag round-trips
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_json(self) -> str:
+        """Java's key order; optional keys omitted when null, as Java's NON_NULL inclusion."""
+        obj: dict[str, Any] = {}
+        for key, attr in _KEYS:
+            v = getattr(self, attr)
+            if v is not None:
+                obj[key] = v
+        obj.update(self.extra)
+        return json.dumps(obj, indent=2)
+
+    @staticmethod
+    def from_json(text: str | bytes, path: str = "<snapshot>") -> "Snapshot":
+        try:
+            obj = json.loads(text)
+            missing = [k for k in _REQUIRED if obj.get(k) is None]
+            if missing:
+                raise ValueError(f"missing keys {missing}")
+            known = {key for key, _ in _KEYS}
+            kwargs = {attr: obj.get(key) for key, attr in _KEYS}
+            kwargs["version"] = obj.get("version", 3)
+            kwargs["extra"] = {k: v for k, v in obj.items() if k not in known}
+            snap = Snapshot(**kwargs)
+            int(snap.id), int(snap.schema_id)
+            return snap
+        except (ValueError, TypeError, AttributeError) as e:
+            raise CorruptFileError(f"cannot parse snapshot file {path}: {e}") from e
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        return {k: v for k, v in d.items() if v is not None}
+
+
+def _ids(names: list[str], prefix: str) -> list[int]:
+    pat = re.compile(re.escape(prefix) + r"(\d+)$")
+    out = []
+    for n in names:
+        m = pat.match(n)
+        if m:
+            out.append(int(m.group(1)))
+    return sorted(out)
+
+
+class SnapshotManager:
+    """Reads snapshots of one table (or branch) directory."""
+
+    def __init__(self, file_io: FileIO, table_path: str):
+        self.file_io = file_io
+        self.table_path = table_path
+        self.snapshot_dir = file_io.join(table_path, "snapshot")
+
+    def snapshot_path(self, snapshot_id: int) -> str:
+        return self.file_io.join(self.snapshot_dir, f"{SNAPSHOT_PREFIX}{snapshot_id}")
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        path = self.snapshot_path(snapshot_id)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"snapshot {snapshot_id} does not exist ({path})") from None
+        snap = Snapshot.from_json(data, path)
+        if snap.id != snapshot_id:
+            raise CorruptFileError(f"{path} holds snapshot id {snap.id}")
+        return snap
+
+    def exists(self, snapshot_id: int) -> bool:
+        return self.file_io.exists(self.snapshot_path(snapshot_id))
+
+    def snapshot_ids(self) -> list[int]:
+        names = [s.path.rsplit("/", 1)[-1] for s in self.file_io.list_status(self.snapshot_dir)]
+        return _ids(names, SNAPSHOT_PREFIX)
+
+    def _hint(self, name: str) -> int | None:
+        try:
+            text = self.file_io.read_bytes(self.file_io.join(self.snapshot_dir, name))
+            return int(text.decode().strip())
+        except (FileNotFoundError, ValueError, UnicodeDecodeError):
+            return None
+
+    def latest_snapshot_id(self) -> int | None:
+        """LATEST is only a hint: trust it when the next id does not exist, else list."""
+        hint = self._hint(LATEST)
+        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
+            return hint
+        ids = self.snapshot_ids()
+        return ids[-1] if ids else None
+
+    def earliest_snapshot_id(self) -> int | None:
+        hint = self._hint(EARLIEST)
+        if hint is not None and self.exists(hint):
+            return hint
+        ids = self.snapshot_ids()
+        return ids[0] if ids else None
+
+    def latest_snapshot(self) -> Snapshot | None:
+        sid = self.latest_snapshot_id()
+        return None if sid is None else self.snapshot(sid)
+
+    def snapshots(self) -> list[Snapshot]:
+        return [self.snapshot(i) for i in self.snapshot_ids()]
+
+    def commit_latest_hint(self, snapshot_id: int) -> None:
+        """Best effort, as in Paimon: a stale hint is corrected by the existence check."""
+        try:
+            self.file_io.write_bytes(self.file_io.join(self.snapshot_dir, LATEST),
+                                     str(snapshot_id).encode())
+        except OSError:
+            pass
+
+    def commit_earliest_hint(self, snapshot_id: int) -> None:
+        try:
+            self.file_io.write_bytes(self.file_io.join(self.snapshot_dir, EARLIEST),
+                                     str(snapshot_id).encode())
+        except OSError:
+            pass
+

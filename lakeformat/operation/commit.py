@@ -1,0 +1,229 @@
+"""Commit: turn the files a job wrote into one snapshot, with optimistic concurrency.
+
+Each attempt reads the latest snapshot, writes the delta manifest and new manifest lists, and
+publishes `snapshot-<latest+1>` through write-if-absent. Losing the race for the id is not a
+conflict: the attempt's metadata is removed and the commit retries with back-off. Deleting a
+file that is no longer live is a conflict and is not retried.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid as uuidlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from lakeformat import __version__
+from lakeformat.errors import CommitConflictError, CommitFailedError
+from lakeformat.meta.data_file_meta import (
+    DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta,
+)
+from lakeformat.meta.manifest import ManifestFile, ManifestList
+from lakeformat.meta.manifest_merge import merge_manifests
+from lakeformat.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
+from lakeformat.operation.scan import FileStoreScan
+from lakeformat.options import CoreOptions
+from lakeformat.schema.schema_manager import SchemaManager
+from lakeformat.schema.table_schema import TableSchema
+from lakeformat.storage import FileIO
+
+ADD, DELETE = FileKind.ADD, FileKind.DELETE
+WRITER_VERSION = f"lakeformat-{__version__}"
+
+
+@dataclass
+class CommitMessage:
+    """What one work unit changed in one (partition, bucket)."""
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    new_files: list[DataFileMeta] = field(default_factory=list)
+    deleted_files: list[DataFileMeta] = field(default_factory=list)
+
+
+class FileStoreCommit:
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
+                 commit_user: str | None = None):
+        self.file_io = file_io
+        self.table_path = table_path
+        self.schema = schema
+        self.options = CoreOptions(schema.options)
+        self.commit_user = commit_user or str(uuidlib.uuid4())
+        self.snapshots = SnapshotManager(file_io, table_path)
+        self.schemas = SchemaManager(file_io, table_path)
+        self.scan = FileStoreScan(file_io, table_path, schema)
+        partition_types = [f.type for f in schema.partition_fields()]
+        self.manifest_file = ManifestFile(file_io, table_path, partition_types, schema.options)
+        self.manifest_list = ManifestList(file_io, table_path, schema.options)
+
+    # -- public --------------------------------------------------------------------------------
+    def commit(self, messages: Sequence[CommitMessage], kind: str = "APPEND",
+               overwrite_partitions: Sequence[bytes] | None = None,
+               overwrite_all: bool = False) -> Snapshot | None:
+        """Publish one snapshot. Returns None when there is nothing to commit (empty batch).
+
+        With `overwrite_partitions` (or `overwrite_all`) every file live in those partitions at
+        commit time is deleted, recomputed on each attempt as Paimon's overwrite does.
+        """
+        overwrite = overwrite_all or overwrite_partitions is not None
+        if overwrite:
+            kind = "OVERWRITE"
+        base_entries = self._entries(messages)
+        if not base_entries and not overwrite:
+            return None
+        start = time.monotonic()
+        timeout = self.options.commit_timeout
+        wait = self.options.commit_min_retry_wait
+        seen_latest: int | None = None
+        attempt = 0
+        while True:
+            latest = self.snapshots.latest_snapshot()
+            if attempt > 0:
+                landed = self._find_landed(seen_latest, latest, kind)
+                if landed is not None:
+                    return landed
+            seen_latest = latest.id if latest else None
+            entries = list(base_entries)
+            if overwrite or any(e.kind == DELETE for e in entries):
+                live = self.scan.live_entries(latest)
+                if overwrite:
+                    entries = self._overwrite_deletes(live, overwrite_partitions,
+                                                      overwrite_all) + entries
+                self._check(live, entries, kind)
+            if not entries:
+                return None
+            snap = self._try_commit(latest, entries, kind)
+            if snap is not None:
+                self.snapshots.commit_latest_hint(snap.id)
+                return snap
+            attempt += 1
+            elapsed = time.monotonic() - start
+            if attempt > self.options.commit_max_retries or (timeout is not None
+                                                             and elapsed > timeout):
+                raise CommitFailedError(
+                    f"commit to {self.table_path} gave up after {attempt} attempts: snapshot "
+                    f"{(latest.id + 1) if latest else 1} kept being taken by other writers")
+            time.sleep(wait * (1 + random.random() * 0.2))
+            wait = min(wait * 2, self.options.commit_max_retry_wait)
+
+    # -- steps ---------------------------------------------------------------------------------
+    @staticmethod
+    def _entries(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
+        out = []
+        for m in messages:
+            out += [ManifestEntry(DELETE, m.partition, m.bucket, m.total_buckets, f)
+                    for f in m.deleted_files]
+            out += [ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f)
+                    for f in m.new_files]
+        return out
+
+    @staticmethod
+    def _overwrite_deletes(live: list[ManifestEntry], partitions: Sequence[bytes] | None,
+                           overwrite_all: bool) -> list[ManifestEntry]:
+        targets = None if overwrite_all else set(partitions or ())
+        return [ManifestEntry(DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                for e in live if targets is None or e.partition in targets]
+
+    def _check(self, live: list[ManifestEntry], entries: list[ManifestEntry], kind: str) -> None:
+        """Paimon's conflict checks, run (as in Java) only when a commit deletes files."""
+        deletes = [e for e in entries if e.kind == DELETE]
+        partitions = {e.partition for e in entries}
+        live = [e for e in live if e.partition in partitions]
+        if kind != "OVERWRITE":
+            buckets = {e.partition: e.total_buckets for e in live}
+            for e in entries:
+                had = buckets.get(e.partition)
+                if e.kind == ADD and had is not None and had != e.total_buckets:
+                    raise CommitConflictError(
+                        f"total buckets of a partition of {self.table_path} changed from {had} "
+                        f"to {e.total_buckets} without overwrite")
+        if not deletes:
+            return
+        live_ids = {e.identifier for e in live}
+        added_ids = {e.identifier for e in entries if e.kind == ADD}
+        for e in deletes:
+            if e.identifier in added_ids and kind != "OVERWRITE":
+                raise CommitConflictError(f"commit adds and deletes {e.file.file_name}")
+            if e.identifier not in live_ids:
+                raise CommitConflictError(
+                    f"file deletion conflict in {self.table_path}: {e.file.file_name} is no "
+                    "longer live (another job removed it); give up and run again")
+
+    def _try_commit(self, latest: Snapshot | None, entries: list[ManifestEntry],
+                    kind: str) -> Snapshot | None:
+        written_manifests: list[ManifestFileMeta] = []
+        written_lists: list[str] = []
+        try:
+            delta = self.manifest_file.write(entries) if entries else []
+            written_manifests += delta
+            previous = self.scan.data_manifests(latest) if latest else []
+            base, new_files = merge_manifests(
+                previous, self.manifest_file, self.options.manifest_target_file_size,
+                self.options.manifest_merge_min_count,
+                self.options.manifest_full_compaction_threshold)
+            written_manifests += new_files
+            base_name, base_size = self.manifest_list.write(base)
+            written_lists.append(base_name)
+            delta_name, delta_size = self.manifest_list.write(delta)
+            written_lists.append(delta_name)
+            added = sum(e.file.row_count for e in entries if e.kind == ADD)
+            removed = sum(e.file.row_count for e in entries if e.kind == DELETE)
+            new_id = (latest.id + 1) if latest else 1
+            schema_id = self.schemas.schema_ids()[-1]  # Java records the latest schema
+            snap = Snapshot(
+                version=3, id=new_id, schema_id=schema_id,
+                base_manifest_list=base_name, base_manifest_list_size=base_size,
+                delta_manifest_list=delta_name, delta_manifest_list_size=delta_size,
+                index_manifest=latest.index_manifest if latest else None,
+                commit_user=self.commit_user, commit_identifier=BATCH_COMMIT_IDENTIFIER,
+                commit_kind=kind, time_millis=int(time.time() * 1000),
+                total_record_count=((latest.total_record_count or 0) if latest else 0)
+                + added - removed,
+                delta_record_count=added - removed,
+                watermark=latest.watermark if latest else None,
+                uuid=str(uuidlib.uuid4()), writer_version=WRITER_VERSION,
+            )
+            if self._publish(snap):
+                return snap
+        except BaseException:
+            self._cleanup(written_manifests, written_lists)
+            raise
+        self._cleanup(written_manifests, written_lists)
+        return None
+
+    def _publish(self, snap: Snapshot) -> bool:
+        path = self.snapshots.snapshot_path(snap.id)
+        try:
+            return self.file_io.write_if_absent(path, snap.to_json().encode())
+        except Exception:
+            # the request may have landed even though we saw an error: our uuid tells
+            try:
+                landed = self.snapshots.snapshot(snap.id)
+            except Exception:
+                raise CommitFailedError(f"publishing {path} failed and its outcome is unknown; "
+                                        "run the job again (orphan cleanup removes leftovers)")
+            if landed.uuid == snap.uuid:
+                return True
+            return False
+
+    def _find_landed(self, seen: int | None, latest: Snapshot | None, kind: str) -> Snapshot | None:
+        """A commit of ours that landed even though the attempt looked failed (Paimon's rule)."""
+        if latest is None:
+            return None
+        for sid in range((seen or 0) + 1, latest.id + 1):
+            try:
+                s = self.snapshots.snapshot(sid)
+            except FileNotFoundError:
+                continue
+            if (s.commit_user == self.commit_user and s.commit_kind == kind
+                    and s.commit_identifier == BATCH_COMMIT_IDENTIFIER):
+                return s
+        return None
+
+    def _cleanup(self, manifests: list[ManifestFileMeta], lists: list[str]) -> None:
+        paths = [self.file_io.join(self.table_path, "manifest", m.file_name) for m in manifests]
+        paths += [self.file_io.join(self.table_path, "manifest", n) for n in lists]
+        if paths:
+            self.file_io.delete_many(paths)

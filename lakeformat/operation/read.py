@@ -1,0 +1,109 @@
+"""Merge-on-read: every bucket's sorted runs merged with the table's merge engine.
+
+Plan (driver): the splits of one snapshot. Execute (anywhere): `read_split`, a pure function of
+a split. Buckets are independent, so they run in a thread pool; pyarrow and numpy release the
+GIL for the heavy parts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+
+from lakeformat.data.kv_file import read_kv_file
+from lakeformat.errors import LakeformatError, UnsupportedError
+from lakeformat.merge import create_merge_function
+from lakeformat.merge.sort import is_retract, sort_for_merge
+from lakeformat.meta.data_file_meta import DataFileMeta
+from lakeformat.meta.snapshot import Snapshot
+from lakeformat.operation.paths import PathFactory
+from lakeformat.operation.predicate import Filter, filter_columns, partition_predicate, to_expression
+from lakeformat.operation.scan import FileStoreScan, Split
+from lakeformat.options import CoreOptions
+from lakeformat.schema.schema_manager import SchemaManager
+from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+from lakeformat.schema.types import arrow_schema
+from lakeformat.storage import FileIO
+
+
+class TableRead:
+    """Reads rows of one snapshot under that snapshot's schema."""
+
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
+                 schema_manager: SchemaManager):
+        if not schema.primary_keys:
+            raise UnsupportedError(f"table at {table_path} has no primary key; append tables "
+                                   "are not supported")
+        self.file_io = file_io
+        self.table_path = table_path
+        self.schema = schema
+        self.schema_manager = schema_manager
+        self.options = CoreOptions(schema.options)
+        self.merge = create_merge_function(schema)
+        self.paths = PathFactory(file_io, table_path, schema)
+        self.keys = list(schema.trimmed_primary_keys)
+
+    def read(self, snapshot: Snapshot | None, columns: Sequence[str] | None = None,
+             filter: Filter = None, max_workers: int | None = None) -> pa.Table:
+        names = self.schema.field_names
+        wanted = list(columns) if columns is not None else names
+        unknown = [c for c in wanted if c not in names]
+        if unknown:
+            raise LakeformatError(f"unknown columns {unknown}; table columns are {names}")
+        needed = set(wanted) | set(self.keys) | filter_columns(filter, names)
+        read_cols = [n for n in names if n in needed]
+        out_schema = arrow_schema([self.schema.field(c) for c in wanted], with_id=False)
+        scan = FileStoreScan(self.file_io, self.table_path, self.schema)
+        splits = scan.splits(snapshot, partition_predicate(filter, self.schema.partition_keys))
+        workers = max_workers or min(len(splits), os.cpu_count() or 2) or 1
+        if workers <= 1 or len(splits) <= 1:
+            parts = [self.read_split(s, read_cols) for s in splits]
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                parts = list(pool.map(lambda s: self.read_split(s, read_cols), splits))
+        parts = [p for p in parts if p.num_rows]
+        if not parts:
+            return out_schema.empty_table()
+        result = pa.concat_tables(parts)
+        expr = to_expression(filter)
+        if expr is not None:
+            result = result.filter(expr)
+        return result.select(wanted).cast(out_schema)
+
+    def read_split(self, split: Split, read_cols: list[str]) -> pa.Table:
+        """Merged, visible rows of one bucket: one row per key, retracted keys dropped."""
+        tables = [self._read_file(split, f, read_cols) for f in split.files]
+        if not tables:
+            return pa.schema([]).empty_table()
+        if len(tables) == 1:
+            merged = tables[0]  # a data file holds each key at most once: nothing to merge
+        else:
+            merged = self.merge(sort_for_merge(pa.concat_tables(tables), self.keys))
+        return drop_retracts(merged).select(read_cols)
+
+    def _read_file(self, split: Split, meta: DataFileMeta, read_cols: list[str]) -> pa.Table:
+        file_schema = self.schema_manager.schema(meta.schema_id)
+        if file_schema.fields != self.schema.fields:
+            raise UnsupportedError(
+                f"data file {meta.file_name} was written under schema {meta.schema_id}, whose columns "
+                f"differ from schema {self.schema.id}; reading evolved schemas is not supported "
+                "yet")
+        path = self.paths.data_file(split.partition_values, split.bucket, meta)
+        fmt = _format_of(meta.file_name, self.options.file_format)
+        table = read_kv_file(self.file_io, path, fmt, columns=read_cols)
+        return table.select([SEQUENCE_NUMBER, VALUE_KIND] + read_cols)
+
+
+def _format_of(file_name: str, default: str) -> str:
+    """Files carry their format in the extension; tables may change file.format over time."""
+    ext = file_name.rsplit(".", 1)[-1].lower() if "." in file_name else ""
+    return ext if ext in ("parquet", "orc", "avro") else default
+
+
+def drop_retracts(table: pa.Table) -> pa.Table:
+    mask = is_retract(table[VALUE_KIND])
+    return table.filter(pa.array(~mask)) if np.any(mask) else table

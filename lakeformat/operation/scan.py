@@ -1,0 +1,102 @@
+"""Planning: the live data files of a snapshot, grouped into (partition, bucket) splits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from lakeformat.meta.binary_row import from_avro_bytes
+from lakeformat.meta.data_file_meta import DataFileMeta, ManifestEntry, ManifestFileMeta, merge_entries
+from lakeformat.meta.manifest import ManifestFile, ManifestList
+from lakeformat.meta.snapshot import Snapshot
+from lakeformat.schema.table_schema import TableSchema
+from lakeformat.storage import FileIO
+
+PartitionPredicate = Callable[[dict[str, Any]], bool]
+
+
+@dataclass(frozen=True)
+class Split:
+    """One bucket of one partition at one snapshot: the unit of work of a read."""
+
+    partition: bytes
+    partition_values: tuple[Any, ...]
+    bucket: int
+    total_buckets: int
+    files: tuple[DataFileMeta, ...]
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+
+class FileStoreScan:
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+        self.file_io = file_io
+        self.table_path = table_path
+        self.schema = schema
+        self.partition_types = [f.type for f in schema.partition_fields()]
+        self.manifest_list = ManifestList(file_io, table_path, schema.options)
+        self.manifest_file = ManifestFile(file_io, table_path, self.partition_types, schema.options)
+
+    def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        return (self.manifest_list.read(snapshot.base_manifest_list)
+                + self.manifest_list.read(snapshot.delta_manifest_list))
+
+    def read_entries(self, metas: list[ManifestFileMeta]) -> list[ManifestEntry]:
+        """All entries of the given manifests, read in parallel (order preserved)."""
+        if len(metas) <= 1:
+            return [e for m in metas for e in self.manifest_file.read(m.file_name)]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            chunks = list(pool.map(lambda m: self.manifest_file.read(m.file_name), metas))
+        return [e for chunk in chunks for e in chunk]
+
+    def live_entries(self, snapshot: Snapshot | None,
+                     partition_filter: PartitionPredicate | None = None) -> list[ManifestEntry]:
+        if snapshot is None:
+            return []
+        metas = self.data_manifests(snapshot)
+        if partition_filter is not None and self.partition_types:
+            metas = [m for m in metas if self._manifest_may_match(m, partition_filter)]
+        entries = merge_entries(self.read_entries(metas))
+        if partition_filter is not None and self.partition_types:
+            keep: dict[bytes, bool] = {}
+            out = []
+            for e in entries:
+                ok = keep.get(e.partition)
+                if ok is None:
+                    ok = keep[e.partition] = partition_filter(self.partition_dict(e.partition))
+                if ok:
+                    out.append(e)
+            entries = out
+        return entries
+
+    def _manifest_may_match(self, meta: ManifestFileMeta, pred: PartitionPredicate) -> bool:
+        """A manifest whose partition range is a single partition can be pruned exactly."""
+        stats = meta.partition_stats
+        try:
+            lo = from_avro_bytes(stats.min_values, self.partition_types)
+            hi = from_avro_bytes(stats.max_values, self.partition_types)
+        except Exception:  # unreadable stats never prune: read the manifest instead
+            return True
+        if lo == hi and None not in lo:
+            return pred(dict(zip(self.schema.partition_keys, lo)))
+        return True
+
+    def partition_dict(self, partition: bytes) -> dict[str, Any]:
+        values = from_avro_bytes(partition, self.partition_types)
+        return dict(zip(self.schema.partition_keys, values))
+
+    def splits(self, snapshot: Snapshot | None,
+               partition_filter: PartitionPredicate | None = None) -> list[Split]:
+        groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+        for e in self.live_entries(snapshot, partition_filter):
+            groups.setdefault((e.partition, e.bucket), []).append(e)
+        out = []
+        for (partition, bucket), entries in sorted(groups.items(), key=lambda kv: kv[0]):
+            values = tuple(from_avro_bytes(partition, self.partition_types))
+            out.append(Split(partition, values, bucket, entries[0].total_buckets,
+                             tuple(e.file for e in entries)))
+        return out

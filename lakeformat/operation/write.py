@@ -1,0 +1,219 @@
+"""Batch write: plan (bucket state) -> execute (per partition and bucket) -> commit.
+
+Incoming rows are checked against the table schema, routed to partitions and buckets with
+whole-column operations, given sequence numbers that continue each bucket's state, merged per
+key with the table's merge engine (a data file holds each key once), and written as level-0
+files. One commit publishes them as one snapshot.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakeformat.data.kv_file import KeyValueFileWriter
+from lakeformat.errors import SchemaMismatchError, UnsupportedError
+from lakeformat.merge import create_merge_function
+from lakeformat.merge.sort import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, sort_by_key_stable
+from lakeformat.meta.binary_row import to_avro_bytes
+from lakeformat.meta.bucket import bucket_ids
+from lakeformat.meta.snapshot import Snapshot
+from lakeformat.operation.commit import CommitMessage, FileStoreCommit
+from lakeformat.operation.conform import conform
+from lakeformat.operation.paths import PathFactory
+from lakeformat.operation.scan import FileStoreScan
+from lakeformat.options import CoreOptions
+from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+from lakeformat.storage import FileIO
+
+ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
+
+
+@dataclass(frozen=True)
+class WriteUnit:
+    """Rows of one (partition, bucket) plus the bucket's restored sequence number."""
+
+    partition: bytes
+    partition_values: tuple
+    bucket: int
+    total_buckets: int
+    rows: pa.Table  # value columns + _VALUE_KIND, arrival order
+    max_sequence_number: int
+
+
+class TableWrite:
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+        self.file_io = file_io
+        self.table_path = table_path
+        self.schema = schema
+        self.options = CoreOptions(schema.options)
+        self._check_writable()
+        self.merge = create_merge_function(schema)
+        self.paths = PathFactory(file_io, table_path, schema)
+        self.keys = list(schema.trimmed_primary_keys)
+        self.partition_fields = schema.partition_fields()
+
+    def _check_writable(self) -> None:
+        opts, path = self.options, self.table_path
+        if not self.schema.primary_keys:
+            raise UnsupportedError(f"{path}: append tables (no primary key) are not supported")
+        bucket = opts.bucket
+        if bucket == -1:
+            raise UnsupportedError(f"{path}: bucket=-1 (dynamic bucket) writes are not supported"
+                                   " yet; create the table with options={'bucket': 'N'}")
+        if bucket == -2:
+            raise UnsupportedError(f"{path}: bucket=-2 (postpone bucket) writes are not supported")
+        if bucket <= 0:
+            raise UnsupportedError(f"{path}: invalid option bucket={bucket}")
+        if opts.get("bucket-function.type", "default").lower() != "default":
+            raise UnsupportedError(f"{path}: bucket-function.type="
+                                   f"{opts.get('bucket-function.type')} is not supported")
+        if opts.get("changelog-producer", "none").lower() != "none":
+            raise UnsupportedError(f"{path}: changelog-producer={opts.get('changelog-producer')}"
+                                   " writes are not supported yet")
+        for key in ("data-file.external-paths", "row-tracking.enabled", "data-evolution.enabled"):
+            v = opts.get(key)
+            if v and v.lower() != "false":
+                raise UnsupportedError(f"{path}: option {key}={v} is not supported for writes")
+        if opts.file_format not in ("parquet", "orc"):
+            raise UnsupportedError(f"{path}: file.format={opts.file_format} is not supported")
+        if opts.get("write.sequence-number-init-mode", "scan").lower() != "scan":
+            raise UnsupportedError(f"{path}: write.sequence-number-init-mode="
+                                   f"{opts.get('write.sequence-number-init-mode')} not supported")
+
+    # -- plan ----------------------------------------------------------------------------------
+    def prepare(self, data: pa.Table, kinds: np.ndarray | None, latest: Snapshot | None
+                ) -> list[WriteUnit]:
+        """Split conformed rows into work units; reads the latest snapshot's state once."""
+        table = conform(data, self.schema)
+        if kinds is None:
+            kinds = self._row_kinds(table)
+        rows = table.append_column(VALUE_KIND, pa.array(kinds.astype(np.int8)))
+        num_buckets = self.options.bucket
+        bucket_cols = [rows[k] for k in self.schema.bucket_keys]
+        bucket_types = [self.schema.field(k).type for k in self.schema.bucket_keys]
+        buckets = bucket_ids(bucket_cols, bucket_types, num_buckets).astype(np.int64)
+        part_codes, part_rows = self._partition_codes(rows)
+        combined = part_codes * num_buckets + buckets
+        order = np.argsort(combined, kind="stable")
+        sorted_codes = combined[order]
+        cut = np.flatnonzero(np.diff(sorted_codes)) + 1
+        state = self._bucket_state(latest)
+        units = []
+        for idx in np.split(order, cut):
+            if not len(idx):
+                continue
+            first = int(idx[0])
+            values = tuple(part_rows[int(part_codes[first])]) if self.partition_fields else ()
+            partition = to_avro_bytes(list(values), [f.type for f in self.partition_fields])
+            bucket = int(buckets[first])
+            known_total, max_seq = state.get((partition, bucket), (None, -1))
+            part_total = state.get((partition, None), (None, -1))[0]
+            if part_total is not None and part_total != num_buckets:
+                raise UnsupportedError(
+                    f"{self.table_path}: partition {dict(zip(self.schema.partition_keys, values))}"
+                    f" has {part_total} buckets but the table option says {num_buckets}; "
+                    "rescaling needs an overwrite of that partition")
+            units.append(WriteUnit(partition, values, bucket, num_buckets,
+                                   rows.take(pa.array(idx)), max_seq))
+        return units
+
+    def _row_kinds(self, table: pa.Table) -> np.ndarray:
+        field = self.options.rowkind_field
+        if not field:
+            return np.zeros(table.num_rows, dtype=np.int8)
+        col = table[field]
+        if col.null_count:
+            raise SchemaMismatchError(f"row kind column {field!r} (rowkind.field) has nulls")
+        codes = pc.index_in(col, value_set=pa.array(list(ROW_KINDS)))
+        if codes.null_count:
+            bad = pc.filter(col, pc.is_null(codes)).unique().to_pylist()[:5]
+            raise SchemaMismatchError(f"row kind column {field!r} has values {bad}; expected "
+                                      f"{list(ROW_KINDS)}")
+        return np.asarray(list(ROW_KINDS.values()), dtype=np.int8)[
+            codes.to_numpy(zero_copy_only=False)]
+
+    def _partition_codes(self, rows: pa.Table) -> tuple[np.ndarray, list[tuple]]:
+        """A dense code per distinct partition, and the partition values per code."""
+        n = rows.num_rows
+        if not self.partition_fields:
+            return np.zeros(n, dtype=np.int64), [()]
+        keys = [f.name for f in self.partition_fields]
+        uniq = rows.select(keys).group_by(keys, use_threads=False).aggregate([])
+        uniq = uniq.append_column("__code", pa.array(np.arange(uniq.num_rows, dtype=np.int64)))
+        probe = rows.select(keys).append_column("__row", pa.array(np.arange(n, dtype=np.int64)))
+        joined = probe.join(uniq, keys=keys, join_type="left outer", use_threads=False)
+        codes = np.empty(n, dtype=np.int64)
+        codes[joined["__row"].to_numpy()] = joined["__code"].to_numpy()
+        values = list(zip(*[uniq[k].to_pylist() for k in keys]))
+        return codes, values
+
+    def _bucket_state(self, latest: Snapshot | None) -> dict:
+        """(partition, bucket) -> (total buckets, max sequence number) of live files."""
+        state: dict = {}
+        for e in FileStoreScan(self.file_io, self.table_path, self.schema).live_entries(latest):
+            _, seq = state.get((e.partition, e.bucket), (None, -1))
+            state[(e.partition, e.bucket)] = (e.total_buckets,
+                                              max(seq, e.file.max_sequence_number))
+            state[(e.partition, None)] = (e.total_buckets, -1)
+        return state
+
+    # -- execute -------------------------------------------------------------------------------
+    def execute(self, unit: WriteUnit) -> CommitMessage:
+        """Pure function of a unit: write its files, return what to commit."""
+        rows = unit.rows
+        n = rows.num_rows
+        seq = np.arange(unit.max_sequence_number + 1, unit.max_sequence_number + 1 + n,
+                        dtype=np.int64)
+        kv = pa.table([pa.array(seq), rows[VALUE_KIND]] +
+                      [rows[f.name] for f in self.schema.fields],
+                      names=[SEQUENCE_NUMBER, VALUE_KIND] + self.schema.field_names)
+        kv = self.merge(sort_by_key_stable(kv, self.keys))
+        writer = KeyValueFileWriter(self.file_io,
+                                    self.paths.bucket_dir(unit.partition_values, unit.bucket),
+                                    self.schema, self.options)
+        files = writer.write(kv)
+        return CommitMessage(unit.partition, unit.bucket, unit.total_buckets, new_files=files)
+
+    def execute_all(self, units: Iterable[WriteUnit]) -> list[CommitMessage]:
+        units = list(units)
+        workers = min(len(units), os.cpu_count() or 2)
+        if workers <= 1:
+            return [self.execute(u) for u in units]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(self.execute, units))
+
+    def remove_files(self, messages: list[CommitMessage], units: list[WriteUnit]) -> None:
+        """Delete files of a job that will not be committed (best effort)."""
+        where = {(u.partition, u.bucket): u.partition_values for u in units}
+        paths = [self.paths.data_file(where[(m.partition, m.bucket)], m.bucket, f)
+                 for m in messages for f in m.new_files]
+        if paths:
+            self.file_io.delete_many(paths)
+
+
+def write_table(file_io: FileIO, table_path: str, schema: TableSchema, data: pa.Table,
+                kinds: np.ndarray | None = None, overwrite: bool = False,
+                commit_user: str | None = None) -> Snapshot | None:
+    """One batch write, committed as one APPEND (or OVERWRITE) snapshot."""
+    writer = TableWrite(file_io, table_path, schema)
+    commit = FileStoreCommit(file_io, table_path, schema, commit_user)
+    latest = commit.snapshots.latest_snapshot()
+    units = writer.prepare(data, kinds, latest)
+    messages: list[CommitMessage] = []
+    try:
+        messages = writer.execute_all(units)
+        if overwrite:
+            parts = sorted({u.partition for u in units})
+            return commit.commit(messages, overwrite_partitions=parts,
+                                 overwrite_all=not schema.partition_keys)
+        return commit.commit(messages)
+    except BaseException:
+        writer.remove_files(messages, units)
+        raise

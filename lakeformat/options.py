@@ -1,0 +1,167 @@
+"""Table options by Paimon's names, with Paimon's defaults and value syntax."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+
+from lakeformat.errors import InvalidOptionError
+
+_SIZE_UNITS = {
+    "": 1, "b": 1, "bytes": 1, "byte": 1,
+    "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "kibibytes": 1 << 10,
+    "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20, "mebibytes": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "gibibytes": 1 << 30,
+    "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40, "tebibytes": 1 << 40,
+}
+_DURATION_UNITS = {
+    "ns": 1e-9, "nano": 1e-9, "nanos": 1e-9, "nanosecond": 1e-9, "nanoseconds": 1e-9,
+    "us": 1e-6, "µs": 1e-6, "micro": 1e-6, "micros": 1e-6, "microsecond": 1e-6,
+    "microseconds": 1e-6,
+    "ms": 1e-3, "milli": 1e-3, "millis": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
+    "": 1e-3,  # Paimon/Flink durations without a unit are milliseconds
+    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+}
+_NUM_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Zµ]*)\s*$")
+
+
+def parse_memory_size(text: str, key: str = "size") -> int:
+    """Parse Paimon's MemorySize text ('128 mb', '8MB', '1024')."""
+    m = _NUM_UNIT.match(str(text))
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise InvalidOptionError(f"option {key!r}: cannot parse memory size {text!r}")
+    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+
+
+def parse_duration(text: str, key: str = "duration") -> timedelta:
+    """Parse Paimon's Duration text ('1 h', '7 d', '30 min', '500 ms')."""
+    m = _NUM_UNIT.match(str(text))
+    if not m or m.group(2).lower() not in _DURATION_UNITS:
+        raise InvalidOptionError(f"option {key!r}: cannot parse duration {text!r}")
+    return timedelta(seconds=float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
+
+
+class CoreOptions:
+    """Typed read access to a table's option map."""
+
+    def __init__(self, options: Mapping[str, str]):
+        self.raw = dict(options)
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.raw.get(key, default)
+
+    def _int(self, key: str, default: int) -> int:
+        v = self.raw.get(key)
+        if v is None:
+            return default
+        try:
+            return int(str(v).strip())
+        except ValueError:
+            raise InvalidOptionError(f"option {key!r} must be an integer, got {v!r}") from None
+
+    def _bool(self, key: str, default: bool) -> bool:
+        v = self.raw.get(key)
+        if v is None:
+            return default
+        s = str(v).strip().lower()
+        if s not in ("true", "false"):
+            raise InvalidOptionError(f"option {key!r} must be true or false, got {v!r}")
+        return s == "true"
+
+    def _size(self, key: str, default: str) -> int:
+        return parse_memory_size(self.raw.get(key, default), key)
+
+    @property
+    def bucket(self) -> int:
+        return self._int("bucket", -1)
+
+    @property
+    def file_format(self) -> str:
+        return str(self.raw.get("file.format", "parquet")).lower()
+
+    @property
+    def file_compression(self) -> str:
+        return str(self.raw.get("file.compression", "zstd")).lower()
+
+    @property
+    def zstd_level(self) -> int:
+        return self._int("file.compression.zstd-level", 1)
+
+    @property
+    def target_file_size(self) -> int:
+        return self._size("target-file-size", "128 mb")
+
+    @property
+    def data_file_prefix(self) -> str:
+        return str(self.raw.get("data-file.prefix", "data-"))
+
+    @property
+    def file_suffix_include_compression(self) -> bool:
+        return self._bool("file.suffix.include.compression", False)
+
+    @property
+    def thin_mode(self) -> bool:
+        return self._bool("data-file.thin-mode", False)
+
+    @property
+    def merge_engine(self) -> str:
+        return str(self.raw.get("merge-engine", "deduplicate")).lower()
+
+    @property
+    def stats_mode(self) -> str:
+        return str(self.raw.get("metadata.stats-mode", "truncate(16)")).lower()
+
+    @property
+    def stats_dense_store(self) -> bool:
+        return self._bool("metadata.stats-dense-store", True)
+
+    @property
+    def rowkind_field(self) -> str | None:
+        return self.raw.get("rowkind.field")
+
+    @property
+    def partition_default_name(self) -> str:
+        return str(self.raw.get("partition.default-name", "__DEFAULT_PARTITION__"))
+
+    @property
+    def partition_legacy_name(self) -> bool:
+        return self._bool("partition.legacy-name", True)
+
+    @property
+    def manifest_target_file_size(self) -> int:
+        return self._size("manifest.target-file-size", "8 mb")
+
+    @property
+    def manifest_merge_min_count(self) -> int:
+        return self._int("manifest.merge-min-count", 30)
+
+    @property
+    def manifest_full_compaction_threshold(self) -> int:
+        return self._size("manifest.full-compaction-threshold-size", "16 mb")
+
+    @property
+    def commit_max_retries(self) -> int:
+        return self._int("commit.max-retries", 10)
+
+    @property
+    def commit_min_retry_wait(self) -> float:
+        return parse_duration(self.raw.get("commit.min-retry-wait", "10 ms"),
+                              "commit.min-retry-wait").total_seconds()
+
+    @property
+    def commit_max_retry_wait(self) -> float:
+        return parse_duration(self.raw.get("commit.max-retry-wait", "10 s"),
+                              "commit.max-retry-wait").total_seconds()
+
+    @property
+    def commit_timeout(self) -> float | None:
+        v = self.raw.get("commit.timeout")
+        return None if v is None else parse_duration(v, "commit.timeout").total_seconds()
+
+    @property
+    def write_buffer_size(self) -> int:
+        return self._size("write-buffer-size", "256 mb")

@@ -1,0 +1,66 @@
+"""Versioned schema files of a table: `schema/schema-<id>`, published with write-if-absent."""
+
+from __future__ import annotations
+
+import re
+from lakeformat.errors import LakeformatError
+from lakeformat.schema.table_schema import TableSchema
+from lakeformat.storage import FileIO
+
+SCHEMA_PREFIX = "schema-"
+_ID = re.compile(r"schema-(\d+)$")
+
+
+class SchemaManager:
+    def __init__(self, file_io: FileIO, table_path: str):
+        self.file_io = file_io
+        self.table_path = table_path
+        self.schema_dir = file_io.join(table_path, "schema")
+        self._cache: dict[int, TableSchema] = {}
+
+    def schema_path(self, schema_id: int) -> str:
+        return self.file_io.join(self.schema_dir, f"{SCHEMA_PREFIX}{schema_id}")
+
+    def schema_ids(self) -> list[int]:
+        ids = []
+        for st in self.file_io.list_status(self.schema_dir):
+            m = _ID.match(st.path.rsplit("/", 1)[-1])
+            if m:
+                ids.append(int(m.group(1)))
+        return sorted(ids)
+
+    def schema(self, schema_id: int) -> TableSchema:
+        """Schema files are immutable, so a read one is cached for the manager's life."""
+        cached = self._cache.get(schema_id)
+        if cached is not None:
+            return cached
+        path = self.schema_path(schema_id)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"schema {schema_id} does not exist ({path})") from None
+        schema = TableSchema.from_json(data, path)
+        self._cache[schema_id] = schema
+        return schema
+
+    def latest(self) -> TableSchema | None:
+        ids = self.schema_ids()
+        return self.schema(ids[-1]) if ids else None
+
+    def list_all(self) -> list[TableSchema]:
+        return [self.schema(i) for i in self.schema_ids()]
+
+    def commit(self, schema: TableSchema) -> bool:
+        """Publish `schema-<id>` if no one else took the id; False when it was taken."""
+        ok = self.file_io.write_if_absent(self.schema_path(schema.id), schema.to_json().encode())
+        if ok:
+            self._cache[schema.id] = schema
+        return ok
+
+    def create(self, schema: TableSchema) -> TableSchema:
+        if schema.id != 0:
+            raise LakeformatError("a new table starts at schema 0")
+        if not self.commit(schema):
+            raise FileExistsError(f"schema 0 already exists at {self.schema_path(0)}")
+        return schema
+

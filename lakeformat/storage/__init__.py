@@ -1,0 +1,31 @@
+"""Storage layer: one FileIO interface over local disks and S3-compatible object stores.
+
+Import from here (``from lakeformat.storage import FileIO, get_file_io``). boto3 itself is
+only imported when an S3FileIO first talks to a store, so local-only use does not need it.
+"""
+
+from __future__ import annotations
+
+from lakeformat.storage.fileio import (
+    LOCAL_SCHEMES,
+    S3_SCHEMES,
+    FileIO,
+    FileStatus,
+    StorageError,
+    get_file_io,
+    split_scheme,
+)
+from lakeformat.storage.local import LocalFileIO
+from lakeformat.storage.s3 import S3FileIO
+
+__all__ = [
+    "FileIO",
+    "FileStatus",
+    "LocalFileIO",
+    "S3FileIO",
+    "StorageError",
+    "get_file_io",
+    "split_scheme",
+    "LOCAL_SCHEMES",
+    "S3_SCHEMES",
+]

@@ -1,0 +1,172 @@
+"""The storage abstraction every other layer talks to.
+
+Table code never touches ``os`` or boto3 directly: it holds a :class:`FileIO` chosen by
+:func:`get_file_io` from the warehouse URI, so the same commit, scan and expiry code runs on
+local disks (tests, single machines) and on S3-compatible object stores.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+from lakeformat.errors import LakeformatError, UnsupportedError
+
+__all__ = [
+    "FileIO",
+    "FileStatus",
+    "StorageError",
+    "get_file_io",
+    "split_scheme",
+    "LOCAL_SCHEMES",
+    "S3_SCHEMES",
+]
+
+#: Schemes served by :class:`~lakeformat.storage.local.LocalFileIO` ("" = a plain path).
+LOCAL_SCHEMES: frozenset[str] = frozenset({"", "file"})
+#: Schemes served by :class:`~lakeformat.storage.s3.S3FileIO` (Hadoop's aliases included,
+#: because Paimon tables written from Spark/Flink often carry s3a:// paths).
+S3_SCHEMES: frozenset[str] = frozenset({"s3", "s3a", "s3n"})
+
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+
+
+class StorageError(LakeformatError):
+    """A storage operation whose outcome could not be determined or completed.
+
+    Raised instead of guessing, e.g. when a conditional put keeps hitting conflicts: reporting
+    "already exists" there could make a committer skip a snapshot id nobody wrote.
+    """
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    """One file as seen by a listing; ``mtime`` is epoch seconds (orphan cleaning uses it)."""
+
+    path: str
+    size: int
+    mtime: float
+
+
+def split_scheme(uri: str) -> tuple[str, str]:
+    """Return ``(scheme, rest)`` with the scheme lower-cased; ``("", uri)`` for plain paths.
+
+    A single letter before ':' is a Windows drive, not a scheme, so it counts as a plain path.
+    """
+    m = _SCHEME_RE.match(uri)
+    if m is None or len(m.group(1)) == 1:
+        return "", uri
+    return m.group(1).lower(), uri[m.end():]
+
+
+class FileIO(ABC):
+    """Operations the table format needs from a file system, and nothing more.
+
+    Implementations must be picklable (they are shipped to Spark tasks) and thread-safe
+    (work units run in thread pools).
+    """
+
+    def join(self, *parts: str) -> str:
+        """Join path parts with exactly one '/' between them (object keys must not get '//')."""
+        pieces = [p for p in parts if p]
+        if not pieces:
+            return ""
+        out = pieces[0]
+        for part in pieces[1:]:
+            seg = part.strip("/")
+            if not seg:
+                continue
+            base = out.rstrip("/")
+            if base == "" or base.endswith(":"):  # "/", "s3://", "file:/": keep the root as is
+                out = out + seg
+            else:
+                out = base + "/" + seg
+        return out
+
+    @abstractmethod
+    def read_bytes(self, path: str) -> bytes:
+        """Whole file content; ``FileNotFoundError`` naming ``path`` if absent."""
+
+    @abstractmethod
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Create or overwrite ``path`` so readers see either the old or the new content."""
+
+    @abstractmethod
+    def write_if_absent(self, path: str, data: bytes) -> bool:
+        """Create ``path`` only if nobody has; True if this call created it.
+
+        This is the commit primitive (snapshot files, hints): it must be atomic and must never
+        expose a partially written file.
+        """
+
+    @abstractmethod
+    def exists(self, path: str) -> bool:
+        """True if ``path`` is a file or a (non-empty, for object stores) directory."""
+
+    @abstractmethod
+    def status(self, path: str) -> FileStatus:
+        """Size and mtime of one file; ``FileNotFoundError`` naming ``path`` if absent."""
+
+    @abstractmethod
+    def list_status(self, dir_path: str) -> list[FileStatus]:
+        """Direct child files (not directories) of ``dir_path``; [] if it does not exist."""
+
+    @abstractmethod
+    def list_dirs(self, dir_path: str) -> list[str]:
+        """Paths of direct child directories of ``dir_path``; [] if it does not exist."""
+
+    @abstractmethod
+    def list_recursive(self, dir_path: str) -> list[FileStatus]:
+        """Every file anywhere below ``dir_path``; [] if it does not exist."""
+
+    @abstractmethod
+    def delete(self, path: str) -> bool:
+        """Delete one file; True if something was deleted, False if it was already gone."""
+
+    def delete_many(self, paths: list[str]) -> list[str]:
+        """Delete files, returning the paths that could NOT be deleted (missing ones count as
+        deleted). Object stores override this with batch requests."""
+        failed: list[str] = []
+        for p in paths:
+            try:
+                self.delete(p)
+            except OSError:
+                failed.append(p)
+            except LakeformatError:
+                failed.append(p)
+        return failed
+
+    @abstractmethod
+    def delete_dir(self, dir_path: str) -> None:
+        """Recursively delete ``dir_path``; a missing directory is not an error."""
+
+    @abstractmethod
+    def mkdirs(self, dir_path: str) -> None:
+        """Make ``dir_path`` exist where directories are real (no-op on object stores)."""
+
+    @abstractmethod
+    def is_dir(self, path: str) -> bool:
+        """True if ``path`` is a directory (object stores: any key below ``path/``)."""
+
+    @abstractmethod
+    def open_input(self, path: str) -> Any:
+        """A pyarrow-readable, seekable input (e.g. for ``pyarrow.parquet.ParquetFile``)."""
+
+
+def get_file_io(uri: str, options: dict[str, str] | None = None) -> FileIO:
+    """Pick the FileIO for ``uri``'s scheme; unknown schemes fail loudly rather than guess."""
+    scheme, _ = split_scheme(uri)
+    if scheme in LOCAL_SCHEMES:
+        from lakeformat.storage.local import LocalFileIO
+
+        return LocalFileIO()
+    if scheme in S3_SCHEMES:
+        from lakeformat.storage.s3 import S3FileIO
+
+        return S3FileIO(options)
+    raise UnsupportedError(
+        f"unsupported storage scheme {scheme!r} in {uri!r}: "
+        f"supported are plain paths, file://, s3://, s3a://, s3n://"
+    )

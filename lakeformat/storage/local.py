@@ -1,0 +1,236 @@
+"""FileIO over the local file system (tests, single machines, NFS-like mounts).
+
+Writes go through a temp file in the target directory named ``.<name>.<uuid>.tmp`` — the
+pattern Paimon's orphan cleaner recognises — so a crash never leaves a half-written file
+under its final name.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import uuid
+from typing import Any
+
+import pyarrow as pa
+
+from lakeformat.errors import UnsupportedError
+from lakeformat.storage.fileio import FileIO, FileStatus, split_scheme
+
+__all__ = ["LocalFileIO", "local_path"]
+
+#: errno values meaning "this file system cannot make hard links".
+_NO_LINK_ERRNOS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK}
+
+
+def local_path(path: str) -> str:
+    """Strip ``file:`` / ``file://`` / ``file://localhost`` from ``path``; reject other schemes.
+
+    Plain paths pass through unchanged so callers' relative paths keep working.
+    """
+    scheme, rest = split_scheme(path)
+    if scheme == "":
+        return path
+    if scheme != "file":
+        raise UnsupportedError(f"LocalFileIO cannot handle scheme {scheme!r} in {path!r}")
+    if rest.startswith("//"):
+        host, slash, tail = rest[2:].partition("/")
+        if host not in ("", "localhost"):
+            raise UnsupportedError(f"remote host {host!r} in file URI {path!r} is not supported")
+        return "/" + tail if slash else "/"
+    return rest if rest else "/"
+
+
+class LocalFileIO(FileIO):
+    """Local disk implementation; stateless, hence trivially picklable and thread-safe."""
+
+    def __init__(self, fsync: bool = True) -> None:
+        """``fsync`` flushes file data before publishing, so a committed snapshot survives a
+        power cut; turn it off only for throwaway data."""
+        self._fsync = fsync
+
+    def join(self, *parts: str) -> str:
+        """Join with '/', first stripping a ``file:`` scheme so results are plain paths."""
+        if parts and parts[0]:
+            parts = (local_path(parts[0]),) + tuple(parts[1:])
+        return super().join(*parts)
+
+    # ------------------------------------------------------------------ read / stat
+
+    def read_bytes(self, path: str) -> bytes:
+        """Read the whole file; a missing file raises ``FileNotFoundError`` with the path."""
+        p = local_path(path)
+        try:
+            with open(p, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, f"file not found: {path}", path) from None
+
+    def exists(self, path: str) -> bool:
+        """True for files and directories alike, as in Paimon's FileIO."""
+        return os.path.exists(local_path(path))
+
+    def status(self, path: str) -> FileStatus:
+        """``os.stat`` as a FileStatus (path as given, scheme stripped)."""
+        p = local_path(path)
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, f"file not found: {path}", path) from None
+        return FileStatus(p, st.st_size, st.st_mtime)
+
+    def is_dir(self, path: str) -> bool:
+        """True if ``path`` is an existing directory."""
+        return os.path.isdir(local_path(path))
+
+    def open_input(self, path: str) -> Any:
+        """A ``pyarrow.OSFile``: seekable, so Parquet footers are read without loading the file."""
+        p = local_path(path)
+        if not os.path.isfile(p):
+            raise FileNotFoundError(errno.ENOENT, f"file not found: {path}", path)
+        return pa.OSFile(p, "rb")
+
+    # ------------------------------------------------------------------ listing
+
+    def _scan(self, dir_path: str) -> list[os.DirEntry[str]]:
+        """Entries of a directory, [] when it is missing or not a directory (like S3)."""
+        try:
+            with os.scandir(local_path(dir_path)) as it:
+                return sorted(it, key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def list_status(self, dir_path: str) -> list[FileStatus]:
+        """Direct child files sorted by name; symlinks to files count as files."""
+        out: list[FileStatus] = []
+        for e in self._scan(dir_path):
+            try:
+                if not e.is_file():
+                    continue
+                st = e.stat()
+            except FileNotFoundError:  # deleted while we listed
+                continue
+            out.append(FileStatus(self.join(dir_path, e.name), st.st_size, st.st_mtime))
+        return out
+
+    def list_dirs(self, dir_path: str) -> list[str]:
+        """Direct child directories sorted by name."""
+        return [self.join(dir_path, e.name) for e in self._scan(dir_path) if e.is_dir()]
+
+    def list_recursive(self, dir_path: str) -> list[FileStatus]:
+        """Every file below ``dir_path``, sorted by path."""
+        root = local_path(dir_path).rstrip("/") or "/"
+        out: list[FileStatus] = []
+        for cur, _dirs, files in os.walk(root):
+            for name in files:
+                full = os.path.join(cur, name)
+                try:
+                    st = os.stat(full)
+                except FileNotFoundError:
+                    continue
+                out.append(FileStatus(full, st.st_size, st.st_mtime))
+        out.sort(key=lambda s: s.path)
+        return out
+
+    # ------------------------------------------------------------------ write
+
+    def _temp_path(self, target: str) -> str:
+        """Temp name in the target's directory, so the final rename/link stays on one device."""
+        d, name = os.path.split(target)
+        return os.path.join(d, f".{name}.{uuid.uuid4().hex}.tmp")
+
+    def _write_temp(self, target: str, data: bytes) -> str:
+        """Write ``data`` to a fresh temp file next to ``target``; removed again on failure."""
+        parent = os.path.dirname(target)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        tmp = self._temp_path(target)
+        try:
+            with open(tmp, "xb") as f:
+                f.write(data)
+                if self._fsync:
+                    f.flush()
+                    os.fsync(f.fileno())
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+        return tmp
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Overwrite atomically: temp file + ``os.replace``; readers never see a partial file."""
+        target = local_path(path)
+        tmp = self._write_temp(target, data)
+        try:
+            os.replace(tmp, target)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+
+    def write_if_absent(self, path: str, data: bytes) -> bool:
+        """Exclusive create via ``os.link(temp, target)``: the link either appears complete or
+        fails with EEXIST, unlike ``O_EXCL`` which exposes the file while it is being written."""
+        target = local_path(path)
+        tmp = self._write_temp(target, data)
+        try:
+            os.link(tmp, target)
+            return True
+        except FileExistsError:
+            return False
+        except OSError as e:
+            if e.errno in _NO_LINK_ERRNOS:
+                raise UnsupportedError(
+                    f"file system of {path!r} does not support hard links, which "
+                    f"write_if_absent needs for an atomic exclusive create: {e}"
+                ) from e
+            raise
+        finally:
+            _unlink_quietly(tmp)
+
+    # ------------------------------------------------------------------ delete / mkdirs
+
+    def delete(self, path: str) -> bool:
+        """Delete a file (or an empty directory); False if nothing was there.
+
+        A non-empty directory raises ``OSError`` (ENOTEMPTY): use :meth:`delete_dir`.
+        """
+        p = local_path(path)
+        try:
+            os.unlink(p)
+            return True
+        except FileNotFoundError:
+            return False
+        except IsADirectoryError:
+            pass
+        except PermissionError:
+            if not os.path.isdir(p) or os.path.islink(p):  # macOS reports EPERM for dirs
+                raise
+        try:
+            os.rmdir(p)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def delete_dir(self, dir_path: str) -> None:
+        """``rm -r``; refuses the file-system root because that is always a bug upstream."""
+        p = local_path(dir_path)
+        if os.path.abspath(p) == os.path.abspath(os.sep):
+            raise UnsupportedError(f"refusing to delete the root directory {dir_path!r}")
+        try:
+            shutil.rmtree(p)
+        except FileNotFoundError:
+            return
+        except NotADirectoryError:
+            os.unlink(p)
+
+    def mkdirs(self, dir_path: str) -> None:
+        """``mkdir -p``."""
+        os.makedirs(local_path(dir_path), exist_ok=True)
+
+
+def _unlink_quietly(path: str) -> None:
+    """Remove a temp file, ignoring that it may already be gone."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,203 @@
+"""The `Table` users hold: thin verbs over `operation/`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lakeformat.errors import LakeformatError, SchemaMismatchError, UnsupportedError
+from lakeformat.merge import check_merge_options
+from lakeformat.merge.sort import DELETE
+from lakeformat.meta.binary_row import from_avro_bytes
+from lakeformat.meta.snapshot import Snapshot, SnapshotManager
+from lakeformat.operation.conform import as_table
+from lakeformat.operation.paths import PathFactory
+from lakeformat.operation.predicate import Filter
+from lakeformat.operation.read import TableRead
+from lakeformat.operation.scan import FileStoreScan
+from lakeformat.operation.write import write_table
+from lakeformat.options import CoreOptions
+from lakeformat.results import CommitResult
+from lakeformat.schema.schema_manager import SchemaManager
+from lakeformat.schema.table_schema import TableSchema
+from lakeformat.schema.types import arrow_schema
+from lakeformat.storage import FileIO
+
+TAG_DIR = "tag"
+
+
+class Table:
+    def __init__(self, name: str, path: str, file_io: FileIO):
+        self.name = name
+        self.path = path
+        self.file_io = file_io
+        self.schema_manager = SchemaManager(file_io, path)
+        self.snapshot_manager = SnapshotManager(file_io, path)
+        schema = self.schema_manager.latest()
+        if schema is None:
+            raise LakeformatError(f"{path} holds no schema file: not a Paimon table")
+        self._schema = schema
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, {self.path!r})"
+
+    # -- metadata ------------------------------------------------------------------------------
+    @property
+    def table_schema(self) -> TableSchema:
+        """The latest schema version (re-read by `refresh`)."""
+        return self._schema
+
+    @property
+    def schema(self) -> pa.Schema:
+        """Arrow schema of the table's rows (with Paimon field ids in field metadata)."""
+        return arrow_schema(self._schema.fields)
+
+    @property
+    def options(self) -> dict[str, str]:
+        return dict(self._schema.options)
+
+    @property
+    def primary_keys(self) -> list[str]:
+        return list(self._schema.primary_keys)
+
+    @property
+    def partition_keys(self) -> list[str]:
+        return list(self._schema.partition_keys)
+
+    def refresh(self) -> "Table":
+        latest = self.schema_manager.latest()
+        if latest is not None:
+            self._schema = latest
+        return self
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.snapshot_manager.latest_snapshot()
+
+    def snapshots(self) -> list[Snapshot]:
+        return self.snapshot_manager.snapshots()
+
+    def schemas(self) -> list[TableSchema]:
+        return self.schema_manager.list_all()
+
+    def files(self, snapshot_id: int | None = None, tag: str | None = None) -> list[dict[str, Any]]:
+        """Live data files of a snapshot (latest by default), one dict per file."""
+        snap = self._resolve_snapshot(snapshot_id, tag)
+        schema = self._schema_of(snap)
+        scan = FileStoreScan(self.file_io, self.path, schema)
+        paths = PathFactory(self.file_io, self.path, schema)
+        out = []
+        for e in scan.live_entries(snap):
+            values = from_avro_bytes(e.partition, [f.type for f in schema.partition_fields()])
+            f = e.file
+            out.append({
+                "partition": dict(zip(schema.partition_keys, values)),
+                "bucket": e.bucket, "total_buckets": e.total_buckets,
+                "file_name": f.file_name, "path": paths.data_file(values, e.bucket, f),
+                "level": f.level, "row_count": f.row_count, "file_size": f.file_size,
+                "min_sequence_number": f.min_sequence_number,
+                "max_sequence_number": f.max_sequence_number,
+                "schema_id": f.schema_id, "delete_row_count": f.delete_row_count,
+                "creation_time": f.creation_time,
+            })
+        return out
+
+    # -- snapshots and tags --------------------------------------------------------------------
+    def _tag_snapshot(self, tag: str) -> Snapshot:
+        path = self.file_io.join(self.path, TAG_DIR, f"tag-{tag}")
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            raise LakeformatError(f"tag {tag!r} does not exist in {self.name}") from None
+        return Snapshot.from_json(data, path)
+
+    def _resolve_snapshot(self, snapshot_id: int | None, tag: str | None) -> Snapshot | None:
+        if snapshot_id is not None and tag is not None:
+            raise LakeformatError("give either snapshot_id or tag, not both")
+        if tag is not None:
+            return self._tag_snapshot(tag)
+        if snapshot_id is not None:
+            try:
+                return self.snapshot_manager.snapshot(int(snapshot_id))
+            except FileNotFoundError:
+                raise LakeformatError(
+                    f"snapshot {snapshot_id} of {self.name} does not exist (expired or never "
+                    "written)") from None
+        return self.snapshot_manager.latest_snapshot()
+
+    def _schema_of(self, snap: Snapshot | None) -> TableSchema:
+        return self._schema if snap is None else self.schema_manager.schema(snap.schema_id)
+
+    # -- read ------------------------------------------------------------------------------------
+    def read(self, columns: Sequence[str] | None = None, filter: Filter = None,
+             snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+        """Rows of a snapshot (latest by default), merged with the table's merge engine.
+
+        `filter` is a pyarrow compute Expression or DNF tuples such as
+        `[("dt", "=", "2024-01-01")]`; DNF terms on partition columns prune partitions.
+        """
+        snap = self._resolve_snapshot(snapshot_id, tag)
+        schema = self._schema_of(snap)
+        return TableRead(self.file_io, self.path, schema, self.schema_manager).read(
+            snap, columns, filter)
+
+    # -- write -----------------------------------------------------------------------------------
+    def write(self, data: Any, overwrite: bool = False, merge_schema: bool = False) -> CommitResult:
+        """Write rows as one snapshot. `overwrite=True` replaces the partitions written to."""
+        if merge_schema:
+            raise UnsupportedError("merge_schema=True is not supported yet")
+        table = as_table(data)
+        return self._write(table, None, overwrite)
+
+    def delete(self, keys: Any) -> CommitResult:
+        """Delete rows by primary key: writes -D records (all primary-key columns required)."""
+        table = as_table(keys)
+        schema = self._schema
+        missing = [k for k in schema.primary_keys if k not in table.column_names]
+        if missing:
+            raise SchemaMismatchError(f"delete needs every primary-key column; missing {missing}")
+        cols = []
+        for f in schema.fields:
+            if f.name in table.column_names:
+                cols.append(table[f.name])
+            elif f.type.nullable:
+                cols.append(pa.nulls(table.num_rows, arrow_schema([f], with_id=False)[0].type))
+            else:
+                raise SchemaMismatchError(
+                    f"delete needs a value for NOT NULL column {f.name!r} ({f.type})")
+        full = pa.table(cols, names=schema.field_names)
+        rk = CoreOptions(schema.options).rowkind_field
+        if rk and rk not in table.column_names:
+            full = full.set_column(full.column_names.index(rk), rk,
+                                   pa.array(["-D"] * full.num_rows, pa.string()))
+        kinds = np.full(full.num_rows, DELETE, dtype=np.int8)
+        return self._write(full, kinds, False)
+
+    def _write(self, table: pa.Table, kinds: np.ndarray | None, overwrite: bool) -> CommitResult:
+        start = time.monotonic()
+        self.refresh()
+        snap = write_table(self.file_io, self.path, self._schema, table, kinds, overwrite)
+        files_added = files_deleted = bytes_added = 0
+        if snap is not None:
+            files_added, files_deleted, bytes_added = self._delta_counts(snap)
+        return CommitResult(
+            table=self.name, snapshot_id=snap.id if snap else None,
+            commit_kind=snap.commit_kind if snap else None, rows_written=table.num_rows,
+            files_added=files_added, files_deleted=files_deleted, bytes_added=bytes_added,
+            duration_s=round(time.monotonic() - start, 3))
+
+    def _delta_counts(self, snap: Snapshot) -> tuple[int, int, int]:
+        scan = FileStoreScan(self.file_io, self.path, self._schema)
+        metas = scan.manifest_list.read(snap.delta_manifest_list)
+        added = sum(m.num_added_files for m in metas)
+        deleted = sum(m.num_deleted_files for m in metas)
+        entries = scan.read_entries(metas)
+        return added, deleted, sum(e.file.file_size for e in entries if e.kind == 0)
+
+    # -- validation --------------------------------------------------------------------------------
+    def check_supported(self) -> None:
+        check_merge_options(self._schema)
+

@@ -1,0 +1,265 @@
+"""The table suite, run on local disk and on S3 (moto server over HTTP on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import lakeformat as lf
+from lakeformat.meta.bucket import bucket_ids
+from lakeformat.schema.types import bigint
+
+SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()),
+                    ("price", pa.decimal128(10, 2)), ("qty", pa.int32())])
+
+
+@pytest.fixture(params=["local", "s3"])
+def catalog(request, tmp_path) -> lf.Catalog:
+    if request.param == "local":
+        cat = lf.Catalog(str(tmp_path / "wh"))
+    else:
+        uri, options = request.getfixturevalue("s3_warehouse")
+        cat = lf.Catalog(uri, options=options)
+    cat.create_database("db")
+    return cat
+
+
+def rows(dt, ids, names=None, prices=None, qty=None) -> pa.Table:
+    n = len(ids)
+    from decimal import Decimal
+    return pa.table({
+        "dt": [dt] * n if isinstance(dt, str) else dt, "id": ids,
+        "name": names if names is not None else [f"n{i}" for i in ids],
+        "price": [Decimal(p) if p is not None else None for p in prices]
+        if prices is not None else [Decimal(i) / 4 for i in ids],
+        "qty": qty if qty is not None else [i % 7 for i in ids]}, schema=SCHEMA)
+
+
+def as_dict(t: pa.Table, key=("dt", "id")) -> dict:
+    return {tuple(r[k] for k in key): r for r in t.to_pylist()}
+
+
+def make_table(catalog, name="db.t", **options) -> lf.Table:
+    opts = {"bucket": "2", **options}
+    return catalog.create_table(name, SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
+                                options=opts)
+
+
+def table_files(t: lf.Table) -> set[str]:
+    return {s.path for s in t.file_io.list_recursive(t.path)}
+
+
+def test_write_then_read_returns_rows(catalog):
+    t = make_table(catalog)
+    data = rows("2024-01-01", list(range(100)))
+    res = t.write(data)
+    assert res.snapshot_id == 1 and res.commit_kind == "APPEND" and res.rows_written == 100
+    out = t.read()
+    assert as_dict(out) == as_dict(data)
+    assert out.schema.names == SCHEMA.names
+    assert [s.id for s in t.snapshots()] == [1]
+    assert t.snapshots()[0].total_record_count == 100
+
+
+def test_update_keeps_latest_and_sequence_continues_per_bucket(catalog):
+    t = make_table(catalog)
+    t.write(rows("2024-01-01", [1, 2, 3, 4]))
+    first = {f["file_name"] for f in t.files()}
+    t.write(rows("2024-01-01", [2, 3], names=["two", "three"]))
+    got = as_dict(t.read())
+    assert got[("2024-01-01", 2)]["name"] == "two"
+    assert got[("2024-01-01", 1)]["name"] == "n1"
+    assert len(got) == 4
+    by_bucket: dict[int, list[dict]] = {}
+    for f in t.files():
+        by_bucket.setdefault(f["bucket"], []).append(f)
+    for files in by_bucket.values():
+        old = [f for f in files if f["file_name"] in first]
+        new = [f for f in files if f["file_name"] not in first]
+        if old and new:  # the second commit continues after the bucket's previous maximum
+            assert min(f["min_sequence_number"] for f in new) == \
+                max(f["max_sequence_number"] for f in old) + 1
+    assert any(len(fs) == 2 for fs in by_bucket.values())
+
+
+def test_rows_land_in_paimon_hash_bucket(catalog):
+    import pyarrow.parquet as pq
+    t = make_table(catalog, bucket="4")
+    ids = list(range(200))
+    t.write(rows("2024-01-01", ids))
+    expected = bucket_ids([pa.array(ids, pa.int64())], [bigint(False)], 4)
+    want = {i: int(b) for i, b in zip(ids, expected)}
+    assert len(t.files()) == 4
+    for f in t.files():
+        ids_in_file = pq.read_table(t.file_io.open_input(f["path"]), columns=["id"])["id"]
+        assert {want[i] for i in ids_in_file.to_pylist()} == {f["bucket"]}
+
+
+def test_delete_removes_keys(catalog):
+    t = make_table(catalog)
+    t.write(rows("2024-01-01", [1, 2, 3]))
+    res = t.delete(pa.table({"dt": ["2024-01-01"], "id": [2]}))
+    assert res.snapshot_id == 2
+    assert sorted(as_dict(t.read())) == [("2024-01-01", 1), ("2024-01-01", 3)]
+    assert t.snapshots()[-1].delta_record_count == 1  # the -D row is a record too
+    # the old snapshot still has the key
+    assert ("2024-01-01", 2) in as_dict(t.read(snapshot_id=1))
+
+
+def test_rowkind_field_gives_row_kinds(catalog):
+    schema = SCHEMA.append(pa.field("rk", pa.string()))
+    t = catalog.create_table("db.rk", schema, primary_keys=["dt", "id"], partition_keys=["dt"],
+                             options={"bucket": "2", "rowkind.field": "rk"})
+    base = rows("d", [1, 2, 3])
+    t.write(base.append_column("rk", pa.array(["+I"] * 3)))
+    change = rows("d", [1, 2], names=["old1", "new2"])
+    t.write(change.append_column("rk", pa.array(["-D", "+U"])))
+    got = as_dict(t.read())
+    assert sorted(got) == [("d", 2), ("d", 3)]
+    assert got[("d", 2)]["name"] == "new2"
+    with pytest.raises(lf.SchemaMismatchError, match="rk"):
+        t.write(rows("d", [5]).append_column("rk", pa.array(["XX"])))
+
+
+def test_overwrite_replaces_only_written_partitions(catalog):
+    t = make_table(catalog)
+    t.write(pa.concat_tables([rows("a", [1, 2, 3]), rows("b", [1, 2])]))
+    res = t.write(rows("a", [9]), overwrite=True)
+    assert res.commit_kind == "OVERWRITE"
+    assert sorted(as_dict(t.read())) == [("a", 9), ("b", 1), ("b", 2)]
+    assert t.snapshots()[-1].total_record_count == 3
+    # overwrite again with the same data is idempotent for readers
+    t.write(rows("a", [9]), overwrite=True)
+    assert sorted(as_dict(t.read())) == [("a", 9), ("b", 1), ("b", 2)]
+
+
+def test_partial_update_merges_columns_of_two_streams(catalog):
+    t = catalog.create_table(
+        "db.wide", pa.schema([("id", pa.int64()), ("a", pa.string()), ("b", pa.int64())]),
+        primary_keys=["id"], options={"bucket": "2", "merge-engine": "partial-update"})
+    t.write(pa.table({"id": [1, 2], "a": ["x", "y"], "b": pa.nulls(2, pa.int64())}))
+    t.write(pa.table({"id": [1, 3], "a": pa.nulls(2, pa.string()), "b": [10, 30]}))
+    t.write(pa.table({"id": [2, 2], "a": [None, "y2"], "b": [20, None]}))  # merged in-batch
+    got = {r["id"]: (r["a"], r["b"]) for r in t.read().to_pylist()}
+    assert got == {1: ("x", 10), 2: ("y2", 20), 3: (None, 30)}
+
+
+def test_time_travel_and_partition_filter(catalog):
+    t = make_table(catalog)
+    t.write(rows("a", [1]))
+    t.write(pa.concat_tables([rows("b", [1, 2]), rows("c", [5])]))
+    assert t.read(snapshot_id=1).num_rows == 1
+    only_b = t.read(filter=[("dt", "=", "b")])
+    assert sorted(as_dict(only_b)) == [("b", 1), ("b", 2)]
+    in_filter = t.read(filter=[("dt", "in", ["a", "c"])], columns=["id"])
+    assert sorted(in_filter["id"].to_pylist()) == [1, 5] and in_filter.column_names == ["id"]
+    expr = t.read(filter=pc.field("qty") > 1)
+    assert sorted(expr["id"].to_pylist()) == [2, 5]
+
+
+def test_rolling_files_at_target_size(catalog):
+    t = make_table(catalog, **{"target-file-size": "20 kb", "bucket": "1"})
+    data = rows("a", list(range(20000)))
+    t.write(data)
+    files = t.files()
+    assert len(files) > 2
+    ranges = sorted((f["min_sequence_number"], f["max_sequence_number"]) for f in files)
+    assert ranges[0][0] == 0 and ranges[-1][1] == 19999
+    assert sum(f["row_count"] for f in files) == 20000
+    assert t.read().num_rows == 20000
+
+
+def test_manifests_are_merged_so_metadata_stays_bounded(catalog):
+    t = make_table(catalog, **{"manifest.merge-min-count": "3", "bucket": "1"})
+    for i in range(12):
+        t.write(rows("a", [i]))
+    from lakeformat.operation.scan import FileStoreScan
+    scan = FileStoreScan(t.file_io, t.path, t.table_schema)
+    base = scan.manifest_list.read(t.latest_snapshot().base_manifest_list)
+    assert len(base) < 6
+    assert sorted(t.read()["id"].to_pylist()) == list(range(12))
+
+
+@pytest.mark.parametrize("bad,match", [
+    (pa.table({"dt": ["a"], "id": [1]}), "missing"),
+    (rows("a", [1]).append_column("zzz", pa.array([1])), "unexpected"),
+    (rows("a", [1]).set_column(4, "qty", pa.array(["x"])), "qty"),
+    (rows("a", [1]).set_column(1, "id", pa.array([None], pa.int64())), "id"),
+])
+def test_bad_input_is_refused_and_table_unchanged(catalog, bad, match):
+    t = make_table(catalog)
+    t.write(rows("a", [1, 2]))
+    before = table_files(t)
+    with pytest.raises(lf.SchemaMismatchError, match=match):
+        t.write(bad)
+    assert table_files(t) == before
+    assert [s.id for s in t.snapshots()] == [1]
+
+
+def test_unknown_things_raise_clear_errors(catalog):
+    with pytest.raises(lf.TableNotFoundError, match="db.nope"):
+        catalog.get_table("db.nope")
+    with pytest.raises(lf.DatabaseNotFoundError, match="nodb"):
+        catalog.get_table("nodb.t")
+    with pytest.raises(lf.InvalidIdentifierError):
+        catalog.get_table("db.../x")
+    with pytest.raises(lf.InvalidOptionError, match="bucket"):
+        make_table(catalog, bucket="four")
+    with pytest.raises(lf.UnsupportedError, match="merge-engine"):
+        make_table(catalog, name="db.agg", **{"merge-engine": "aggregation"})
+    with pytest.raises(lf.UnsupportedError, match="sequence.field"):
+        make_table(catalog, name="db.seq", **{"sequence.field": "qty"})
+    assert catalog.list_tables("db") == []
+
+
+def test_dynamic_bucket_write_is_refused(catalog):
+    t = catalog.create_table("db.dyn", SCHEMA, primary_keys=["dt", "id"])
+    with pytest.raises(lf.UnsupportedError, match="bucket=-1"):
+        t.write(rows("a", [1]))
+
+
+def test_corrupt_snapshot_and_manifest_name_the_file(catalog):
+    t = make_table(catalog)
+    t.write(rows("a", [1]))
+    snap = t.latest_snapshot()
+    manifest = t.file_io.join(t.path, "manifest", snap.delta_manifest_list)
+    t.file_io.write_bytes(manifest, b"not avro at all")
+    with pytest.raises(lf.CorruptFileError, match=snap.delta_manifest_list):
+        t.read()
+    path = t.snapshot_manager.snapshot_path(1)
+    t.file_io.write_bytes(path, b"{ broken json")
+    with pytest.raises(lf.CorruptFileError, match="snapshot-1"):
+        t.read()
+
+
+def test_racing_writers_all_land_with_consecutive_snapshots(catalog):
+    make_table(catalog, bucket="1")
+    barrier = threading.Barrier(4)
+
+    def writer(i: int) -> int:
+        t = catalog.get_table("db.t")
+        barrier.wait()
+        return t.write(rows("a", [i * 100 + k for k in range(10)])).snapshot_id
+
+    with ThreadPoolExecutor(4) as pool:
+        ids = list(pool.map(writer, range(4)))
+    assert sorted(ids) == [1, 2, 3, 4]
+    t = catalog.get_table("db.t")
+    assert t.read().num_rows == 40
+    assert len({s.commit_user for s in t.snapshots()}) == 4
+    assert t.snapshots()[-1].total_record_count == 40
+
+
+def test_catalog_lists_and_drops(catalog):
+    make_table(catalog, name="db.t1")
+    make_table(catalog, name="db.t2")
+    assert catalog.list_tables("db") == ["t1", "t2"]
+    assert "db" in catalog.list_databases()
+    catalog.drop_table("db.t1")
+    assert catalog.list_tables("db") == ["t2"]
+    with pytest.raises(lf.TableAlreadyExistsError):
+        make_table(catalog, name="db.t2")

@@ -30,6 +30,7 @@ __all__ = [
     "orc_compression",
     "orc_write_schema",
     "parquet_compression",
+    "parquet_leaf_paths",
     "parquet_write_options",
     "parquet_write_schema",
     "physical_fields",
@@ -80,6 +81,18 @@ def leaf_types(dt: DataType) -> list[DataType]:
     if dt.root == "ROW":
         return [t for f in dt.fields for t in leaf_types(f.type)]
     return [dt]
+
+
+def parquet_leaf_paths(name: str, dt: DataType) -> list[str]:
+    """Dotted Parquet column paths of a column's leaves (as pyarrow names them in options)."""
+    if dt.root == "ARRAY":
+        return parquet_leaf_paths(f"{name}.list.element", dt.element)  # type: ignore[arg-type]
+    if dt.root == "MAP":
+        return (parquet_leaf_paths(f"{name}.key_value.key", dt.key)  # type: ignore[arg-type]
+                + parquet_leaf_paths(f"{name}.key_value.value", dt.value))  # type: ignore[arg-type]
+    if dt.root == "ROW":
+        return [p for f in dt.fields for p in parquet_leaf_paths(f"{name}.{f.name}", f.type)]
+    return [name]
 
 
 def _meta(field_id: int) -> dict[bytes, bytes]:

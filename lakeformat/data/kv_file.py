@@ -24,6 +24,7 @@ from lakeformat.data.formats import (
     compression_extension,
     orc_compression,
     orc_write_schema,
+    parquet_leaf_paths,
     parquet_write_options,
     parquet_write_schema,
     physical_fields,
@@ -49,6 +50,9 @@ __all__ = ["KeyValueFileWriter", "read_kv_file", "local_millis_now"]
 MIN_CHUNK_ROWS = 1000
 #: Upper bound of one row group in Arrow memory (Java's Parquet block size is 128 MB).
 MAX_ROW_GROUP_BYTES = 128 << 20
+#: Row groups aim this much past what is left of the target, so the size check after them
+#: trips instead of a tiny extra row group being needed.
+OVERSHOOT = 1.02
 #: _VALUE_KIND values that retract a row (-U, -D): counted in ``_DELETE_ROW_COUNT``.
 RETRACT_KINDS = (1, 3)
 
@@ -95,14 +99,25 @@ class KeyValueFileWriter:
         self._ext = f".{ext}.{fmt}" if ext else f".{fmt}"
         self._uuid = str(uuid.uuid4())
         self._counter = 0
+        self._disk_per_row: float | None = None  # learnt from files written so far
         if fmt == "parquet":
             self._arrow_schema = parquet_write_schema(self._fields)
             self._pq_options = parquet_write_options(self._fields, comp, options.zstd_level)
+            self._pq_options["use_dictionary"] = self._dictionary_columns()
         else:
             self._arrow_schema = orc_write_schema(self._fields)
             self._orc_codec = orc_compression(comp)
         keys = [] if self._thin else self._key_names
         self._sources = [*keys, SEQUENCE_NUMBER, VALUE_KIND, *schema.field_names]
+
+    def _dictionary_columns(self) -> list[str]:
+        """Columns worth dictionary encoding: all but those unique within a file (the sequence
+        number, ``_KEY_*`` and a single-column key), where it only costs time and space."""
+        unique = {SEQUENCE_NUMBER, *(f.name for f in self._key_fields)}
+        if len(self._key_names) == 1:
+            unique.add(self._key_names[0])
+        return [path for f in self._fields if f.name not in unique
+                for path in parquet_leaf_paths(f.name, f.type)]
 
     @property
     def file_format(self) -> str:
@@ -150,8 +165,9 @@ class KeyValueFileWriter:
     def _parquet_files(self, phys: pa.Table) -> Iterator[tuple[int, int, bytes]]:
         """Row groups into an in-memory sink until its real size reaches the target.
 
-        The next row group is sized from the bytes per row observed so far (Arrow bytes before
-        the first), so files end close to the target without estimating their size.
+        Each row group is sized from the on-disk bytes per row seen so far (Arrow bytes before
+        anything was written), aiming a little past the target so a file usually is one or two
+        row groups and never needs a tiny extra one; the size check itself is exact.
         """
         n = phys.num_rows
         mem_per_row = max(1.0, phys.nbytes / n)
@@ -161,16 +177,17 @@ class KeyValueFileWriter:
             start = pos
             sink = pa.BufferOutputStream()
             writer = pq.ParquetWriter(sink, self._arrow_schema, **self._pq_options)
-            per_row = mem_per_row
             try:
                 while pos < n:
+                    per_row = self._disk_per_row or mem_per_row
                     left = self._target - sink.tell()
-                    rows = min(max(int(left / per_row) + 1, MIN_CHUNK_ROWS), cap_rows, n - pos)
+                    rows = int(left * OVERSHOOT / per_row) + 1
+                    rows = min(max(rows, MIN_CHUNK_ROWS), cap_rows, n - pos)
+                    before = sink.tell()
                     writer.write_table(phys.slice(pos, rows), row_group_size=rows)
                     pos += rows
-                    written = sink.tell()
-                    per_row = max(1.0, written / (pos - start))
-                    if written >= self._target:
+                    self._disk_per_row = max(1.0, (sink.tell() - before) / rows)
+                    if sink.tell() >= self._target:
                         break
             finally:
                 writer.close()
@@ -178,16 +195,17 @@ class KeyValueFileWriter:
 
     def _orc_files(self, phys: pa.Table) -> Iterator[tuple[int, int, bytes]]:
         """ORC stripes are buffered until close, so each file's row count is predicted from the
-        bytes per row of the previous file (Arrow bytes for the first); sizes are still real."""
+        bytes per row of earlier files (Arrow bytes for the first); sizes are still real."""
         n = phys.num_rows
-        per_row = max(1.0, phys.nbytes / n)
+        mem_per_row = max(1.0, phys.nbytes / n)
         pos = 0
         while pos < n:
-            rows = min(max(int(self._target / per_row) + 1, MIN_CHUNK_ROWS), n - pos)
+            per_row = self._disk_per_row or mem_per_row
+            rows = min(max(int(self._target * OVERSHOOT / per_row) + 1, MIN_CHUNK_ROWS), n - pos)
             sink = pa.BufferOutputStream()
             orc.write_table(phys.slice(pos, rows), sink, compression=self._orc_codec)
             data = sink.getvalue().to_pybytes()
-            per_row = max(1.0, len(data) / rows)
+            self._disk_per_row = max(1.0, len(data) / rows)
             yield pos, pos + rows, data
             pos += rows
 

@@ -62,14 +62,6 @@ def sort_for_merge(table: pa.Table, key_names: list[str]) -> pa.Table:
     return table.take(idx)
 
 
-def sort_by_key_stable(table: pa.Table, key_names: list[str]) -> pa.Table:
-    """Stable sort by key only: rows of one key keep arrival order (used by writers)."""
-    if table.num_rows <= 1:
-        return table
-    idx = pc.sort_indices(table.select(key_names), sort_keys=[(k, "ascending") for k in key_names])
-    return table.take(idx)
-
-
 def key_groups(table: pa.Table, key_names: list[str]) -> KeyGroups:
     """Boundaries of runs of equal keys in a key-sorted table."""
     n = table.num_rows

@@ -26,13 +26,14 @@ __all__ = [
     "ManifestEntry",
     "ManifestFileMeta",
     "SimpleStats",
+    "describe_identifier",
     "merge_entries",
 ]
 
 #: Serialized arity-0 BinaryRow (arity prefix + 8-byte header/null-bits word): the partition of
 #: an unpartitioned table, and the min/max rows of empty stats.
 EMPTY_ROW_BYTES: bytes = b"\x00\x00\x00\x00" + b"\x00" * 8
-#: ``_VERSION`` of manifest entries and manifest-list records (Paimon >= 0.9).
+#: ``_VERSION`` of manifest entries and manifest-list records; Paimon refuses version 1.
 MANIFEST_VERSION = 2
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)

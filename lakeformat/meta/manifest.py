@@ -182,8 +182,8 @@ def _check_version(rec: Mapping[str, Any], what: str, path: str) -> None:
     version = rec["_VERSION"]
     if version != MANIFEST_VERSION:
         raise UnsupportedError(
-            f"{what} {path} has _VERSION {version}, only version {MANIFEST_VERSION} is supported "
-            f"(tables from Paimon < 0.9 must be recreated)"
+            f"{what} {path} has _VERSION {version}, only version {MANIFEST_VERSION} is "
+            f"supported (Paimon itself refuses such files: the table must be recreated)"
         )
 
 

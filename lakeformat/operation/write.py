@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from lakeformat.data.kv_file import KeyValueFileWriter
 from lakeformat.errors import SchemaMismatchError, UnsupportedError
 from lakeformat.merge import create_merge_function
-from lakeformat.merge.sort import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, sort_by_key_stable
+from lakeformat.merge.sort import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids
 from lakeformat.meta.snapshot import Snapshot
@@ -32,6 +32,7 @@ from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.storage import FileIO
 
+_RANK = "__arrival_rank"
 ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
 
 
@@ -43,7 +44,7 @@ class WriteUnit:
     partition_values: tuple
     bucket: int
     total_buckets: int
-    rows: pa.Table  # value columns + _VALUE_KIND, arrival order
+    rows: pa.Table  # value columns + _VALUE_KIND + arrival rank, sorted by key (stable)
     max_sequence_number: int
 
 
@@ -101,19 +102,30 @@ class TableWrite:
         buckets = bucket_ids(bucket_cols, bucket_types, num_buckets).astype(np.int64)
         part_codes, part_rows = self._partition_codes(rows)
         combined = part_codes * num_buckets + buckets
+        # Arrival rank of each row inside its (partition, bucket): the sequence-number offset.
         order = np.argsort(combined, kind="stable")
         sorted_codes = combined[order]
         cut = np.flatnonzero(np.diff(sorted_codes)) + 1
+        group_start = np.zeros(len(order), dtype=np.int64)
+        group_start[cut] = cut
+        np.maximum.accumulate(group_start, out=group_start)
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order), dtype=np.int64) - group_start
+        # One stable sort by (partition, bucket, key): every unit is a key-sorted slice.
+        perm = self._sort_permutation(combined, rows)
+        rows = rows.append_column(_RANK, pa.array(rank)).take(pa.array(perm))
+        codes = combined[perm]
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(codes)) + 1, [len(codes)]])
         state = self._bucket_state(latest)
         units = []
-        for idx in np.split(order, cut):
-            if not len(idx):
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            if hi <= lo:
                 continue
-            first = int(idx[0])
+            first = int(perm[lo])
             values = tuple(part_rows[int(part_codes[first])]) if self.partition_fields else ()
             partition = to_avro_bytes(list(values), [f.type for f in self.partition_fields])
             bucket = int(buckets[first])
-            known_total, max_seq = state.get((partition, bucket), (None, -1))
+            _, max_seq = state.get((partition, bucket), (None, -1))
             part_total = state.get((partition, None), (None, -1))[0]
             if part_total is not None and part_total != num_buckets:
                 raise UnsupportedError(
@@ -121,8 +133,24 @@ class TableWrite:
                     f" has {part_total} buckets but the table option says {num_buckets}; "
                     "rescaling needs an overwrite of that partition")
             units.append(WriteUnit(partition, values, bucket, num_buckets,
-                                   rows.take(pa.array(idx)), max_seq))
+                                   rows.slice(int(lo), int(hi - lo)), max_seq))
         return units
+
+    def _sort_permutation(self, combined: np.ndarray, rows: pa.Table) -> np.ndarray:
+        """Stable order by (partition-bucket code, key): ties keep arrival order."""
+        keys = [rows[k] for k in self.keys]
+        if len(keys) == 1 and pa.types.is_integer(keys[0].type) and len(combined):
+            key = keys[0].to_numpy().astype(np.int64)
+            lo, hi = int(key.min()), int(key.max())
+            span = hi - lo + 1
+            if span * (int(combined.max()) + 1) < (1 << 62):
+                # one composite int64 sorts far faster than a two-key lexsort
+                return np.argsort(combined * span + (key - lo), kind="stable")
+            return np.lexsort((key, combined))  # lexsort is stable
+        table = pa.table([pa.array(combined)] + keys,
+                         names=["__code"] + [f"k{i}" for i in range(len(keys))])
+        order = [("__code", "ascending")] + [(f"k{i}", "ascending") for i in range(len(keys))]
+        return pc.sort_indices(table, sort_keys=order).to_numpy()
 
     def _row_kinds(self, table: pa.Table) -> np.ndarray:
         field = self.options.rowkind_field
@@ -168,13 +196,10 @@ class TableWrite:
     def execute(self, unit: WriteUnit) -> CommitMessage:
         """Pure function of a unit: write its files, return what to commit."""
         rows = unit.rows
-        n = rows.num_rows
-        seq = np.arange(unit.max_sequence_number + 1, unit.max_sequence_number + 1 + n,
-                        dtype=np.int64)
-        kv = pa.table([pa.array(seq), rows[VALUE_KIND]] +
-                      [rows[f.name] for f in self.schema.fields],
+        seq = pc.add(rows[_RANK], pa.scalar(unit.max_sequence_number + 1, pa.int64()))
+        kv = pa.table([seq, rows[VALUE_KIND]] + [rows[f.name] for f in self.schema.fields],
                       names=[SEQUENCE_NUMBER, VALUE_KIND] + self.schema.field_names)
-        kv = self.merge(sort_by_key_stable(kv, self.keys))
+        kv = self.merge(kv)
         writer = KeyValueFileWriter(self.file_io,
                                     self.paths.bucket_dir(unit.partition_values, unit.bucket),
                                     self.schema, self.options)

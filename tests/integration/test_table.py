@@ -263,3 +263,15 @@ def test_catalog_lists_and_drops(catalog):
     assert catalog.list_tables("db") == ["t2"]
     with pytest.raises(lf.TableAlreadyExistsError):
         make_table(catalog, name="db.t2")
+
+
+@pytest.mark.parametrize("options", [{"file.format": "orc"}, {"data-file.thin-mode": "true"},
+                                     {"metadata.stats-mode": "full"}])
+def test_file_layout_options_read_back(catalog, options):
+    t = make_table(catalog, **options)
+    t.write(rows("a", [1, 2, 3]))
+    t.write(rows("a", [2], names=["two"]))
+    got = as_dict(t.read())
+    assert sorted(got) == [("a", 1), ("a", 2), ("a", 3)] and got[("a", 2)]["name"] == "two"
+    if options.get("file.format") == "orc":
+        assert all(f["file_name"].endswith(".orc") for f in t.files())

@@ -115,11 +115,12 @@ def paimon_latest_snapshot(table: Any) -> Any:
     return table.snapshot_manager().get_latest_snapshot()
 
 
-def paimon_base_manifest_count(table: Any, snapshot: Any) -> int:
-    """How many manifest files the snapshot's base manifest list names (read by pypaimon)."""
+def paimon_base_manifests(table: Any, snapshot: Any) -> list[tuple[int, int, int]]:
+    """(added files, deleted files, size) of each manifest in the snapshot's base list."""
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
-    return len(ManifestListManager(table).read_base(snapshot))
+    return [(m.num_added_files, m.num_deleted_files, m.file_size)
+            for m in ManifestListManager(table).read_base(snapshot)]
 
 
 def paimon_live_files(table: Any, snapshot_id: int | None = None) -> list[Row]:

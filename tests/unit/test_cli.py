@@ -1,0 +1,62 @@
+"""The `lakeformat` CLI mirrors the API: create, write, delete, read, snapshots, schemas, files."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakeformat.cli import main
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_round_trip(tmp_path, capsys):
+    wh = str(tmp_path / "wh")
+    assert run(capsys, "--warehouse", wh, "create-database", "db")[0] == 0
+    code, out, _ = run(capsys, "--warehouse", wh, "create-table", "db.t", "--columns",
+                       "dt STRING, id BIGINT, price DECIMAL(10, 2), name VARCHAR(20)",
+                       "--primary-key", "dt,id", "--partition-key", "dt", "-O", "bucket=2",
+                       "--json")
+    assert code == 0 and json.loads(out)["schema_id"] == 0
+    csv = tmp_path / "in.csv"
+    csv.write_text("dt,id,price,name\n2024-01-01,1,1.50,a\n2024-01-01,2,2.25,b\n"
+                   "2024-01-02,1,3.00,c\n")
+    code, out, _ = run(capsys, "--warehouse", wh, "write", "db.t", str(csv), "--json")
+    assert code == 0 and json.loads(out)["snapshot_id"] == 1
+    keys = tmp_path / "keys.csv"
+    keys.write_text("dt,id\n2024-01-01,2\n")
+    assert run(capsys, "--warehouse", wh, "delete", "db.t", str(keys))[0] == 0
+    code, out, _ = run(capsys, "--warehouse", wh, "read", "db.t", "--where", "dt=2024-01-01",
+                       "--json")
+    assert code == 0
+    assert [(r["id"], r["name"]) for r in json.loads(out)] == [(1, "a")]
+    dest = tmp_path / "out.parquet"
+    assert run(capsys, "--warehouse", wh, "read", "db.t", "--output", str(dest))[0] == 0
+    assert sorted(pq.read_table(dest)["name"].to_pylist()) == ["a", "c"]
+    code, out, _ = run(capsys, "--warehouse", wh, "snapshots", "db.t", "--json")
+    assert [s["commit_kind"] for s in json.loads(out)] == ["APPEND", "APPEND"]
+    code, out, _ = run(capsys, "--warehouse", wh, "schemas", "db.t", "--json")
+    assert json.loads(out)[0]["fields"][3]["type"] == "VARCHAR(20)"
+    code, out, _ = run(capsys, "--warehouse", wh, "files", "db.t", "--json")
+    assert {f["partition"]["dt"] for f in json.loads(out)} == {"2024-01-01", "2024-01-02"}
+    code, out, _ = run(capsys, "--warehouse", wh, "read", "db.t", "--snapshot", "1", "--json")
+    assert len(json.loads(out)) == 3
+
+
+def test_cli_errors_are_reported_not_raised(tmp_path, capsys):
+    wh = str(tmp_path / "wh")
+    code, _, err = run(capsys, "--warehouse", wh, "snapshots", "db.missing")
+    assert code == 1 and "db" in err
+    run(capsys, "--warehouse", wh, "create-database", "db")
+    run(capsys, "--warehouse", wh, "create-table", "db.t", "--columns", "id BIGINT, v INT",
+        "--primary-key", "id", "-O", "bucket=1")
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"id": [1], "zzz": [2]}), bad)
+    code, _, err = run(capsys, "--warehouse", wh, "write", "db.t", str(bad))
+    assert code == 1 and "zzz" in err

@@ -36,7 +36,13 @@ from lakeformat.data.stats import (
     to_simple_stats,
     value_stats_modes,
 )
-from lakeformat.errors import CorruptFileError, LakeformatError, SchemaMismatchError, UnsupportedError
+from lakeformat.errors import (
+    CorruptFileError,
+    InvalidOptionError,
+    LakeformatError,
+    SchemaMismatchError,
+    UnsupportedError,
+)
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.options import CoreOptions
@@ -55,6 +61,19 @@ MAX_ROW_GROUP_BYTES = 128 << 20
 OVERSHOOT = 1.02
 #: _VALUE_KIND values that retract a row (-U, -D): counted in ``_DELETE_ROW_COUNT``.
 RETRACT_KINDS = (1, 3)
+
+
+def _positive_int(options: CoreOptions, key: str) -> int | None:
+    raw = options.get(key)
+    if raw is None:
+        return None
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InvalidOptionError(f"option {key!r} must be a positive integer, got {raw!r}")
+    return value
 
 
 def local_millis_now() -> int:
@@ -94,6 +113,9 @@ class KeyValueFileWriter:
         self._value_modes = value_stats_modes(schema, options, level)
         self._dense = options.stats_dense_store
         self._target = max(1, options.target_file_size)
+        # Java (2.1+) also rolls on a row count, for files written by writers, not compaction
+        row_num = _positive_int(options, "target-file-row-num")
+        self._max_rows = row_num if row_num and file_source != 1 else 1 << 62
         self._prefix = options.data_file_prefix
         ext = compression_extension(comp) if options.file_suffix_include_compression else None
         self._ext = f".{ext}.{fmt}" if ext else f".{fmt}"
@@ -182,12 +204,13 @@ class KeyValueFileWriter:
                     per_row = self._disk_per_row or mem_per_row
                     left = self._target - sink.tell()
                     rows = int(left * OVERSHOOT / per_row) + 1
-                    rows = min(max(rows, MIN_CHUNK_ROWS), cap_rows, n - pos)
+                    rows = min(max(rows, MIN_CHUNK_ROWS), cap_rows, n - pos,
+                               self._max_rows - (pos - start))
                     before = sink.tell()
                     writer.write_table(phys.slice(pos, rows), row_group_size=rows)
                     pos += rows
                     self._disk_per_row = max(1.0, (sink.tell() - before) / rows)
-                    if sink.tell() >= self._target:
+                    if sink.tell() >= self._target or pos - start >= self._max_rows:
                         break
             finally:
                 writer.close()
@@ -201,7 +224,8 @@ class KeyValueFileWriter:
         pos = 0
         while pos < n:
             per_row = self._disk_per_row or mem_per_row
-            rows = min(max(int(self._target * OVERSHOOT / per_row) + 1, MIN_CHUNK_ROWS), n - pos)
+            rows = min(max(int(self._target * OVERSHOOT / per_row) + 1, MIN_CHUNK_ROWS), n - pos,
+                       self._max_rows)
             sink = pa.BufferOutputStream()
             orc.write_table(phys.slice(pos, rows), sink, compression=self._orc_codec)
             data = sink.getvalue().to_pybytes()

@@ -132,7 +132,12 @@ class SnapshotManager:
         return snap
 
     def exists(self, snapshot_id: int) -> bool:
-        return self.file_io.exists(self.snapshot_path(snapshot_id))
+        """A file-only probe (one HEAD on S3, no directory listing)."""
+        try:
+            self.file_io.status(self.snapshot_path(snapshot_id))
+            return True
+        except FileNotFoundError:
+            return False
 
     def snapshot_ids(self) -> list[int]:
         names = [s.path.rsplit("/", 1)[-1] for s in self.file_io.list_status(self.snapshot_dir)]

@@ -16,7 +16,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakeformat.data.kv_file import KeyValueFileWriter, local_millis_now, read_kv_file
-from lakeformat.errors import CorruptFileError, SchemaMismatchError, UnsupportedError
+from lakeformat.errors import (
+    CorruptFileError,
+    InvalidOptionError,
+    SchemaMismatchError,
+    UnsupportedError,
+)
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.options import CoreOptions
 from lakeformat.schema import types as T
@@ -247,6 +252,26 @@ def test_rolling_partitions_input(tmp_path: Path) -> None:
     # every file but the last reached the target; none overshoots by more than ~one row group
     for m in metas[:-1]:
         assert 64 * 1024 <= m.file_size < 3 * 64 * 1024
+
+
+def test_target_file_row_num_only_for_writes(tmp_path: Path) -> None:
+    schema = _simple_schema()
+    kv = _kv(schema, _rows(2500))
+    metas = _writer(tmp_path, schema, {"target-file-row-num": "1000"}).write(kv)
+    assert [m.row_count for m in metas] == [1000, 1000, 500]
+    metas = _writer(tmp_path, schema, {"target-file-row-num": "1000"}, file_source=1).write(kv)
+    assert [m.row_count for m in metas] == [2500]
+    with pytest.raises(InvalidOptionError, match="target-file-row-num"):
+        _writer(tmp_path, schema, {"target-file-row-num": "-1"})
+
+
+def test_unique_columns_are_not_dictionary_encoded(tmp_path: Path) -> None:
+    schema = _simple_schema()
+    m = _writer(tmp_path, schema).write(_kv(schema, _rows(50)))[0]
+    rg = pq.ParquetFile(tmp_path / m.file_name).metadata.row_group(0)
+    dict_cols = {rg.column(i).path_in_schema for i in range(rg.num_columns)
+                 if any("DICTIONARY" in e for e in rg.column(i).encodings)}
+    assert dict_cols == {"_VALUE_KIND", "dt", "name", "price", "ts"}
 
 
 def test_not_null_violation_and_missing_column(tmp_path: Path) -> None:

@@ -43,7 +43,8 @@ SUPPORTED_WRITE_FORMATS = ("parquet", "orc")
 _NESTED_ID_BASE = 2147483647 // 4
 _NESTED_DEPTH_LIMIT = 1 << 10
 
-_DECIMAL_AS_INT = "store_decimal_as_integer" in inspect.signature(pq.ParquetWriter.__init__).parameters
+_DECIMAL_AS_INT = (
+    "store_decimal_as_integer" in inspect.signature(pq.ParquetWriter.__init__).parameters)
 
 # file.compression -> (pyarrow parquet codec); None = not writable by pyarrow.
 _PARQUET_CODECS = {

@@ -122,12 +122,13 @@ class KeyValueFileWriter:
         self._uuid = str(uuid.uuid4())
         self._counter = 0
         self._disk_per_row: float | None = None  # learnt from files written so far
+        # to_arrow types plus Parquet field ids; ORC files get their own cast at write time
+        self._arrow_schema = parquet_write_schema(self._fields)
         if fmt == "parquet":
-            self._arrow_schema = parquet_write_schema(self._fields)
             self._pq_options = parquet_write_options(self._fields, comp, options.zstd_level)
             self._pq_options["use_dictionary"] = self._dictionary_columns()
         else:
-            self._arrow_schema = orc_write_schema(self._fields)
+            self._orc_schema = orc_write_schema(self._fields)
             self._orc_codec = orc_compression(comp)
         keys = [] if self._thin else self._key_names
         self._sources = [*keys, SEQUENCE_NUMBER, VALUE_KIND, *schema.field_names]
@@ -161,13 +162,14 @@ class KeyValueFileWriter:
         for start, stop, data in chunks:
             name = self.new_file_name()
             self._io.write_bytes(self._io.join(self._dir, name), data)
-            metas.append(self._file_meta(name, len(data), kv.slice(start, stop - start)))
+            metas.append(self._file_meta(name, len(data), phys.slice(start, stop - start)))
         return metas
 
     def _physical_table(self, kv: pa.Table) -> pa.Table:
-        """The file's columns with the write schema's exact types; checks NOT NULL columns."""
+        """The file's columns with their ``to_arrow`` types (and ids); checks NOT NULL columns."""
         arrays = []
-        for src, field, target in zip(self._sources, self._fields, self._arrow_schema):
+        for src, field, target in zip(self._sources, self._fields, self._arrow_schema,
+                                      strict=True):
             if src not in kv.column_names:
                 raise SchemaMismatchError(f"key-value input has no column {src!r}")
             col = kv.column(src)
@@ -227,7 +229,8 @@ class KeyValueFileWriter:
             rows = min(max(int(self._target * OVERSHOOT / per_row) + 1, MIN_CHUNK_ROWS), n - pos,
                        self._max_rows)
             sink = pa.BufferOutputStream()
-            orc.write_table(phys.slice(pos, rows), sink, compression=self._orc_codec)
+            part = phys.slice(pos, rows).cast(self._orc_schema)
+            orc.write_table(part, sink, compression=self._orc_codec)
             data = sink.getvalue().to_pybytes()
             self._disk_per_row = max(1.0, len(data) / rows)
             yield pos, pos + rows, data
@@ -330,7 +333,7 @@ def _normalize(table: pa.Table, schema: TableSchema | None) -> pa.Table:
     """Drop file-level metadata; with a schema, give every column its ``to_arrow`` type."""
     by_name = {f.name: f for f in schema.fields} if schema is not None else {}
     fields, arrays = [], []
-    for name, col in zip(table.column_names, table.columns):
+    for name, col in zip(table.column_names, table.columns, strict=True):
         if name == SEQUENCE_NUMBER:
             target, nullable = pa.int64(), False
         elif name == VALUE_KIND:

@@ -180,7 +180,7 @@ def key_stats_modes(schema: TableSchema, options: CoreOptions, level: int = 0) -
     modes = write_row_stats_modes(names, options, level, keys if thin else ())
     if not thin:
         return modes[: len(keys)]
-    by_name = dict(zip(names, modes))
+    by_name = dict(zip(names, modes, strict=True))
     return [by_name[k[len(KEY_PREFIX):]] for k in keys]
 
 
@@ -286,7 +286,8 @@ def collect_col_stats(columns: Sequence[pa.Array | pa.ChunkedArray], fields: Seq
     """Per-column stats (a list, for callers that still need dense/all-mode choices)."""
     if not len(columns) == len(fields) == len(modes):
         raise ValueError(f"{len(columns)} columns, {len(fields)} fields, {len(modes)} modes")
-    return [column_stats(c, f.type, m, file_format) for c, f, m in zip(columns, fields, modes)]
+    return [column_stats(c, f.type, m, file_format)
+            for c, f, m in zip(columns, fields, modes, strict=True)]
 
 
 def to_simple_stats(stats: Sequence[ColStats], fields: Sequence[DataField],

@@ -94,7 +94,7 @@ class TableRead:
                 "yet")
         path = self.paths.data_file(split.partition_values, split.bucket, meta)
         fmt = _format_of(meta.file_name, self.options.file_format)
-        table = read_kv_file(self.file_io, path, fmt, columns=read_cols)
+        table = read_kv_file(self.file_io, path, fmt, columns=read_cols, schema=file_schema)
         return table.select([SEQUENCE_NUMBER, VALUE_KIND] + read_cols)
 
 

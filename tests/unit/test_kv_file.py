@@ -274,6 +274,26 @@ def test_unique_columns_are_not_dictionary_encoded(tmp_path: Path) -> None:
     assert dict_cols == {"_VALUE_KIND", "dt", "name", "price", "ts"}
 
 
+def test_input_types_are_cast_checked(tmp_path: Path) -> None:
+    fields = [DataField(0, "id", T.int_()), DataField(1, "ts", T.timestamp(3)),
+              DataField(2, "arr", DataType("ARRAY", element=T.bigint()))]
+    schema = new_schema(0, fields, [], ["id"], {}, None)
+    kv = pa.table({"_SEQUENCE_NUMBER": pa.array([0, 1]), "_VALUE_KIND": pa.array([0, 0]),
+                   "id": pa.array([1, 2], pa.int64()),
+                   "ts": pa.array([1000, 2000], pa.timestamp("us")),
+                   "arr": pa.array([[1], None], pa.list_(pa.int64()))})
+    m = _writer(tmp_path, schema).write(kv)[0]
+    back = read_kv_file(LocalFileIO(), str(tmp_path / m.file_name), "parquet")
+    assert back.schema.field("ts").type == pa.timestamp("ms")
+    assert back.column("arr").to_pylist() == [[1], None]
+    assert from_avro_bytes(m.value_stats.max_values, [T.int_(), T.timestamp(3)]) == [
+        2, dt.datetime(1970, 1, 1, 0, 0, 0, 2000)]
+    assert m.value_stats_cols == ("id", "ts")
+    lossy = kv.set_column(3, "ts", pa.array([1001, 2000], pa.timestamp("us")))
+    with pytest.raises(SchemaMismatchError, match="ts"):
+        _writer(tmp_path, schema).write(lossy)
+
+
 def test_not_null_violation_and_missing_column(tmp_path: Path) -> None:
     schema = _simple_schema()
     kv = _kv(schema, _rows(2))
@@ -344,7 +364,7 @@ def test_orc_round_trip(tmp_path: Path) -> None:
     n = 5000
     rows = [{"id": i, "s": f"s{i}", "dec": Decimal(i) / 1000, "tm": dt.time(1, 2, 3, 4000),
              "ts": dt.datetime(2024, 1, 1, 0, 0, i % 60, 123000),
-             "ltz": dt.datetime(2024, 1, 1, 0, 0, 0, i, tzinfo=dt.timezone.utc),
+             "ltz": dt.datetime(2024, 1, 1, 0, 0, 0, i, tzinfo=dt.UTC),
              "day": dt.date(2024, 2, 3), "b": b"\x00\x01", "arr": [i, None]} for i in range(n)]
     kv = _kv(schema, rows)
     metas = _writer(tmp_path, schema, {"target-file-size": "16 kb"}).write(kv)
@@ -363,7 +383,8 @@ def test_orc_round_trip(tmp_path: Path) -> None:
     assert m.value_stats_cols is None
     vt = [f.type.copy(True) for f in schema.fields]
     mins = from_avro_bytes(m.value_stats.min_values, vt)
-    assert mins[0] == 0 and mins[3] == dt.time(1, 2, 3, 4000) and mins[7] is None and mins[8] is None
+    assert mins[0] == 0 and mins[3] == dt.time(1, 2, 3, 4000)
+    assert mins[7] is None and mins[8] is None
     assert m.value_stats.null_counts[8] == 0
 
 

@@ -123,8 +123,8 @@ def test_mode_syntax() -> None:
     (pa.array([2, 1], pa.timestamp("ms")), T.timestamp(3),
      (dt.datetime(1970, 1, 1, 0, 0, 0, 1000), dt.datetime(1970, 1, 1, 0, 0, 0, 2000))),
     (pa.array([2, 1], pa.timestamp("us", tz="UTC")), T.timestamp_ltz(6),
-     (dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=dt.timezone.utc),
-      dt.datetime(1970, 1, 1, 0, 0, 0, 2, tzinfo=dt.timezone.utc))),
+     (dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC),
+      dt.datetime(1970, 1, 1, 0, 0, 0, 2, tzinfo=dt.UTC))),
 ])
 def test_full_stats_per_type_round_trip_through_binary_row(arr, dtype, expected) -> None:
     field = DataField(0, "c", dtype)

@@ -213,7 +213,7 @@ def run_parquet_floor(tables: Sequence[pa.Table], base: Path, repeat: int) -> Pe
         folder.mkdir(parents=True)
         paths = [folder / f"commit-{j}.parquet" for j in range(len(tables))]
         start = time.perf_counter()
-        for path, batch in zip(paths, tables):
+        for path, batch in zip(paths, tables, strict=True):
             pq.write_table(batch, path, compression="zstd")
         write_s = time.perf_counter() - start
         start = time.perf_counter()
@@ -339,6 +339,14 @@ def profile_lakeformat(tables: Sequence[pa.Table], bucket: int, warehouse: Path,
         os.cpu_count = real_cpu_count
 
 
+def warn_if_busy() -> None:
+    """Other processes share the cores: say so, since every figure here is CPU-bound."""
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        say(f"  note: 1-minute load average is {load:.2f} at start: other processes are using "
+            "the CPU, figures will be noisy")
+
+
 # -- main ------------------------------------------------------------------------------------
 def default_pypaimon_python() -> str | None:
     candidate = REPO / ".venv-interop" / "bin" / "python"
@@ -400,7 +408,7 @@ def print_table(results: list[PeerResult], ours: PeerResult) -> None:
     say("")
     for k, row in enumerate(rows):
         say("  ".join(c.ljust(w) if i in (0, 6) else c.rjust(w)
-                      for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+                      for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip())
         if k == 0:
             say("  ".join("-" * w for w in widths))
     for r in results:
@@ -423,6 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     say(f"lakeformat {lf.__version__} | python {platform.python_version()} | pyarrow "
         f"{pa.__version__} | numpy {np.__version__} | {os.cpu_count()} cores")
+    warn_if_busy()
     start = time.perf_counter()
     tables = make_commits(args.rows, args.commits, args.key_space_rows, args.seed)
     model = last_writer_wins(tables)

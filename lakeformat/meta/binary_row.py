@@ -18,8 +18,9 @@ from __future__ import annotations
 import datetime as _dt
 import operator
 import struct
+from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Context, Decimal
-from typing import Any, Sequence
+from typing import Any
 
 from lakeformat.errors import CorruptFileError, UnsupportedError
 from lakeformat.schema.types import DataType
@@ -53,13 +54,8 @@ def round_to_word(n: int) -> int:
     return (n + 7) & ~7
 
 
-def is_pointer_null(dt: DataType) -> bool:
-    """Types whose null still reserves variable-part bytes in Java (16 for DECIMAL, 8 for TS)."""
-    return var_reserve(dt) > 0
-
-
 def var_reserve(dt: DataType) -> int:
-    """Fixed variable-part size of non-compact DECIMAL (16) / TIMESTAMP (8); 0 otherwise."""
+    """Variable-part bytes of non-compact DECIMAL (16) / TIMESTAMP (8), reserved even for null."""
     if dt.root == "DECIMAL" and (dt.precision or 10) > COMPACT_DECIMAL_PRECISION:
         return 16
     if dt.root in ("TIMESTAMP", "TIMESTAMP_LTZ") and (
@@ -107,7 +103,7 @@ def timestamp_parts(value: Any, dt: DataType) -> tuple[int, int]:
     if value.tzinfo is not None:
         if dt.root != "TIMESTAMP_LTZ":
             raise ValueError(f"tz-aware datetime {value!r} given for {dt}; pass a naive one")
-        value = value.astimezone(_dt.timezone.utc)
+        value = value.astimezone(_dt.UTC)
     days = value.toordinal() - _EPOCH_ORDINAL
     micros = ((days * 86400 + value.hour * 3600 + value.minute * 60 + value.second) * 1_000_000
               + value.microsecond)
@@ -120,7 +116,7 @@ def timestamp_from_parts(millis: int, nano_of_milli: int, dt: DataType) -> _dt.d
     """Inverse of :func:`timestamp_parts`; sub-microsecond digits are dropped (datetime limit)."""
     value = _EPOCH + _dt.timedelta(microseconds=millis * 1000 + nano_of_milli // 1000)
     if dt.root == "TIMESTAMP_LTZ":
-        return value.replace(tzinfo=_dt.timezone.utc)
+        return value.replace(tzinfo=_dt.UTC)
     return value
 
 
@@ -167,7 +163,7 @@ def serialize(values: Sequence[Any], types: Sequence[DataType]) -> bytes:
     fixed = bytearray(width + 8 * arity)
     var = bytearray()
     base = len(fixed)
-    for i, (value, dt) in enumerate(zip(values, types)):
+    for i, (value, dt) in enumerate(zip(values, types, strict=True)):
         slot = width + 8 * i
         root = dt.root
         if value is None:

@@ -14,8 +14,9 @@ bytes however skewed the lengths are.  Bands of very few long rows finish row by
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -23,8 +24,13 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from lakeformat.errors import UnsupportedError
 from lakeformat.meta.binary_row import (
-    BINARY_ROOTS, COMPACT_DECIMAL_PRECISION, HEADER_BITS, STRING_ROOTS, null_bits_width,
-    serialize, var_reserve,
+    BINARY_ROOTS,
+    COMPACT_DECIMAL_PRECISION,
+    HEADER_BITS,
+    STRING_ROOTS,
+    null_bits_width,
+    serialize,
+    var_reserve,
 )
 from lakeformat.schema.types import DataType, to_arrow
 
@@ -309,17 +315,23 @@ def _prepare_bytes(arr: pa.Array) -> _Col:
 
 def hash_rows(columns: Sequence[pa.Array | pa.ChunkedArray],
               types: Sequence[DataType]) -> np.ndarray:
-    """int32 ``BinaryRow.hashCode()`` of each row built from ``columns`` (RowKind +I)."""
+    """int32 ``BinaryRow.hashCode()`` of each row built from ``columns`` (RowKind +I).
+
+    Columns may be chunked or sliced; strings may be string / large_string / string_view (or
+    dictionary-encoded), timestamps any unit (values are not truncated to the type precision,
+    like :func:`~lakeformat.meta.binary_row.serialize`).  Other columns are cast to
+    ``to_arrow(type)`` when their Arrow type differs.
+    """
     if len(columns) != len(types):
         raise ValueError(f"{len(columns)} columns for {len(types)} types")
     if not columns:
-        return np.full(0, hash_row_bytes(serialize([], [])), dtype=np.int32)
+        raise ValueError("hash_rows needs at least one key column")
     n = len(columns[0])
     if any(len(c) != n for c in columns):
         raise ValueError("key columns have different lengths")
     if n == 0:
         return np.zeros(0, dtype=np.int32)
-    cols = [_prepare(c, dt) for c, dt in zip(columns, types)]
+    cols = [_prepare(c, dt) for c, dt in zip(columns, types, strict=True)]
     arity = len(cols)
     width = null_bits_width(arity)
     fixed = width + 8 * arity
@@ -356,7 +368,7 @@ def hash_rows(columns: Sequence[pa.Array | pa.ChunkedArray],
         sizes = lens[:, 0].tolist()
         mat = np.zeros((n, sum(sizes)), dtype=np.uint8)
         pos = 0
-        for c, size in zip(var_cols, sizes):
+        for c, size in zip(var_cols, sizes, strict=True):
             c.fill(None, mat[:, pos:pos + size])  # type: ignore[misc]
             pos += size
         _hash_band(fixed_words, None, mat, np.full(n, pos // 4), fixed, out)
@@ -373,7 +385,7 @@ def hash_rows(columns: Sequence[pa.Array | pa.ChunkedArray],
     group_starts = [0] + change.tolist()
     group_ends = group_starts[1:] + [n]
     band: list[tuple[int, int]] = []
-    for gs, ge in zip(group_starts, group_ends):
+    for gs, ge in zip(group_starts, group_ends, strict=True):
         if band and sorted_total[gs] >= _BAND_RATIO * sorted_total[band[0][0]]:
             band.append((gs, ge))
             continue

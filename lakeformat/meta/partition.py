@@ -20,15 +20,22 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import unicodedata
+from collections.abc import Sequence
 from decimal import ROUND_FLOOR, Decimal, localcontext
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from lakeformat.errors import UnsupportedError
 from lakeformat.meta.binary_row import (
-    BINARY_ROOTS, STRING_ROOTS, date_days, decimal_unscaled, time_millis, timestamp_parts,
-    unscaled_to_decimal, var_reserve,
+    BINARY_ROOTS,
+    STRING_ROOTS,
+    date_days,
+    decimal_unscaled,
+    time_millis,
+    timestamp_parts,
+    unscaled_to_decimal,
+    var_reserve,
 )
 from lakeformat.schema.types import DataField, DataType
 
@@ -225,7 +232,7 @@ def partition_value_text(value: Any, dt: DataType, legacy_name: bool = True,
         if legacy_name:
             return _local_date_time_str(millis, nanos)
         if root == "TIMESTAMP_LTZ" and time_zone is not None:
-            instant = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(
+            instant = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC) + _dt.timedelta(
                 milliseconds=millis)
             offset = instant.astimezone(time_zone).utcoffset() or _dt.timedelta(0)
             millis += int(offset.total_seconds() * 1000)
@@ -246,7 +253,7 @@ def partition_values_text(values: Sequence[Any], fields: Sequence[DataField],
     if len(values) != len(fields):
         raise ValueError(f"{len(values)} partition values for {len(fields)} partition keys")
     spec: dict[str, str] = {}
-    for value, f in zip(values, fields):
+    for value, f in zip(values, fields, strict=True):
         text = partition_value_text(value, f.type, legacy_name, time_zone)
         spec[f.name] = default_name if is_null_or_whitespace_only(text) else text  # type: ignore[assignment]
     return spec

@@ -111,10 +111,6 @@ def paimon_snapshots(table: Any) -> list[Any]:
     return table.snapshot_manager().list_snapshots()
 
 
-def paimon_latest_snapshot(table: Any) -> Any:
-    return table.snapshot_manager().get_latest_snapshot()
-
-
 def paimon_base_manifests(table: Any, snapshot: Any) -> list[tuple[int, int, int]]:
     """(added files, deleted files, size) of each manifest in the snapshot's base list."""
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
@@ -162,8 +158,14 @@ def sorted_model_rows(model: Mapping[Any, Row], keys: Sequence[str],
 
 def assert_same_rows(actual: pa.Table, expected: pa.Table | list[Row], keys: Sequence[str],
                      what: str = "") -> None:
-    """Exact row equality after sorting both sides by the primary key."""
-    columns = actual.column_names if isinstance(expected, list) else expected.column_names
+    """Same columns in the same order, and exact row equality after sorting both sides by the
+    primary key."""
+    if isinstance(expected, list):
+        columns = list(expected[0]) if expected else actual.column_names
+    else:
+        columns = expected.column_names
+    assert actual.column_names == columns, (
+        f"{what}: columns differ: got {actual.column_names}, want {columns}")
     exp = expected if isinstance(expected, list) else sorted_rows(expected, keys, columns)
     act = sorted_rows(actual, keys, columns)
     if act == exp:
@@ -237,8 +239,20 @@ class LastWriterWins:
         return sorted_model_rows(self.rows, self.keys, self.columns)
 
 
-# -- value generators for the type matrix ------------------------------------------------------
-EPOCH = dt.date(1970, 1, 1)
+# -- shared test data --------------------------------------------------------------------------
+DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
+
+ORDERS = pa.schema([
+    ("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()),
+    ("amount", pa.float64()), ("rk", pa.string()),
+])
+ORDER_KEYS = ["dt", "id"]
+
+
+def order(day: str, i: int, rk: str = "+I", version: int = 0) -> Row:
+    """A row of ORDERS whose values say which version of the key wrote it."""
+    return {"dt": day, "id": i, "name": f"n{i}-v{version}", "amount": i * 10.0 + version,
+            "rk": rk}
 
 
 def decimal_value(i: int, scale: int, digits: int) -> decimal.Decimal:
@@ -247,3 +261,50 @@ def decimal_value(i: int, scale: int, digits: int) -> decimal.Decimal:
     if i % 3 == 1:
         unscaled = -unscaled
     return decimal.Decimal(unscaled).scaleb(-scale)
+
+
+# -- the type matrix ---------------------------------------------------------------------------
+VALUE_COLUMNS = pa.schema([
+    ("c_int", pa.int32()), ("c_bigint", pa.int64()), ("c_string", pa.string()),
+    ("c_double", pa.float64()), ("c_dec10", pa.decimal128(10, 2)),
+    ("c_dec38", pa.decimal128(38, 10)), ("c_bool", pa.bool_()), ("c_date", pa.date32()),
+    ("c_ts3", pa.timestamp("ms")), ("c_ts6", pa.timestamp("us")), ("c_bytes", pa.binary()),
+])
+VALUE_PAIMON_TYPES = ["INT", "BIGINT", "STRING", "DOUBLE", "DECIMAL(10, 2)", "DECIMAL(38, 10)",
+                      "BOOLEAN", "DATE", "TIMESTAMP(3)", "TIMESTAMP(6)", "BYTES"]
+
+
+def _string_key(i: int) -> str:
+    return "" if i == 0 else ["a", "é", "日本", "zz", "A"][i % 5] + str(i)
+
+
+# Paimon key type -> (Arrow type, i -> distinct key value); negative and pre-epoch values too
+KEY_TYPES: dict[str, tuple[pa.DataType, Callable[[int], Any]]] = {
+    "INT": (pa.int32(), lambda i: (i - 20) * 104729),
+    "BIGINT": (pa.int64(), lambda i: (i - 20) * 3_000_000_019),
+    "STRING": (pa.string(), _string_key),
+    "DATE": (pa.date32(), lambda i: dt.date(1970, 1, 1) + dt.timedelta(days=(i - 20) * 397)),
+}
+
+
+def typed_values(i: int, version: int) -> Row:
+    """Edge-ish values of every VALUE_COLUMNS type; every 7th row is all null. No NaN (it
+    never compares equal)."""
+    if (i + version) % 7 == 0:
+        return {name: None for name in VALUE_COLUMNS.names}
+    base = dt.datetime(1969, 12, 31, 23, 59, 59) + dt.timedelta(
+        days=i * 37 + version, microseconds=i * 123_457)
+    return {
+        "c_int": [-(2**31), 2**31 - 1, 0, i * version][i % 4],
+        "c_bigint": [-(2**63), 2**63 - 1, 0, -i * 10**12][i % 4],
+        "c_string": ["", "ascii", "ünïcödé ✓", "x" * 300][i % 4] + str(version),
+        "c_double": [0.0, -1.5, 1e308, -2.2250738585072014e-308, float("inf"),
+                     float("-inf")][i % 6] + version,
+        "c_dec10": decimal_value(i + version, 2, 10),
+        "c_dec38": decimal_value(i * 31 + version, 10, 38),
+        "c_bool": [True, False][(i + version) % 2],
+        "c_date": dt.date(1970, 1, 1) + dt.timedelta(days=(i - 10) * 1000 + version),
+        "c_ts3": base.replace(microsecond=(base.microsecond // 1000) * 1000),
+        "c_ts6": base,
+        "c_bytes": [b"", b"\x00", bytes(range(256)), f"v{version}".encode()][i % 4],
+    }

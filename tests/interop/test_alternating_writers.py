@@ -15,12 +15,14 @@ import tempfile
 from collections import defaultdict
 from typing import Any
 
-import lakeformat as lf
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pypaimon_helpers import (
+    DAYS,
+    ORDER_KEYS,
+    ORDERS,
     LastWriterWins,
     Row,
     assert_same_rows,
@@ -33,16 +35,12 @@ from pypaimon_helpers import (
     sorted_model_rows,
 )
 
-DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
-ORDERS = pa.schema([
-    ("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()),
-    ("amount", pa.float64()), ("rk", pa.string()),
-])
-KEYS = ["dt", "id"]
+import lakeformat as lf
+
 FileKey = tuple[tuple[Any, ...], int]  # (partition values, bucket)
 
 
-def order(day: str, i: int, rk: str, writer: str, step: int) -> Row:
+def writer_row(day: str, i: int, rk: str, writer: str, step: int) -> Row:
     return {"dt": day, "id": i, "name": f"{writer}{step}", "amount": step * 1000.0 + i,
             "rk": rk}
 
@@ -89,7 +87,7 @@ def random_batch(rng: random.Random, days: list[str], ids: int, size: int,
     """A batch with each key at most once (so sequence numbers are exactly predictable)."""
     keys = rng.sample([(d, i) for d in days for i in range(ids)], size)
     kinds = rng.choices(["+I", "+U", "-D"], weights=[3, 3, 2], k=size)
-    return [order(d, i, k, writer, step) for (d, i), k in zip(keys, kinds)]
+    return [writer_row(d, i, k, writer, step) for (d, i), k in zip(keys, kinds, strict=True)]
 
 
 @pytest.mark.parametrize(("creator", "partitioned", "buckets"),
@@ -101,17 +99,18 @@ def test_alternating_writers_agree_with_last_writer_wins_after_every_commit(
     partition_keys = ["dt"] if partitioned else []
     options = {"bucket": str(buckets), "rowkind.field": "rk"}
     if creator == "paimon":
-        table = create_paimon_table(paimon, "db.orders", ORDERS, KEYS, partition_keys, options)
+        table = create_paimon_table(paimon, "db.orders", ORDERS, ORDER_KEYS, partition_keys,
+                                    options)
         lt = lake.get_table("db.orders")
     else:
-        lt = lake.create_table("db.orders", schema=ORDERS, primary_keys=KEYS,
+        lt = lake.create_table("db.orders", schema=ORDERS, primary_keys=ORDER_KEYS,
                                partition_keys=partition_keys, options=options)
         table = paimon.get_table("db.orders")
-    model = LastWriterWins(KEYS, ORDERS.names)
+    model = LastWriterWins(ORDER_KEYS, ORDERS.names)
     rng = random.Random(1234 + buckets)
     # Seed every key first: pypaimon 2.1.0 misreads a bucket whose only file holds retracts
     # (see test_read_pypaimon_tables.py), which is not what this test is about.
-    seed = [order(d, i, "+I", "paimon", 1) for d in DAYS for i in range(10)]
+    seed = [writer_row(d, i, "+I", "paimon", 1) for d in DAYS for i in range(10)]
     paimon_write(table, seed)
     model.apply(seed, kind_field="rk")
 
@@ -141,14 +140,14 @@ def test_alternating_writers_agree_with_last_writer_wins_after_every_commit(
         assert [s.id for s in lt.snapshots()] == list(range(1, snapshot_id + 1))
         assert_sequence_numbers_continue(before, bucket_files(lt), writer, step)
         assert_same_file_view(lt, table, step)
-        assert_same_rows(lt.read(), model.expected(), KEYS, f"lakeformat after step {step}")
-        assert_same_rows(paimon_read(table), model.expected(), KEYS,
+        assert_same_rows(lt.read(), model.expected(), ORDER_KEYS, f"lakeformat after step {step}")
+        assert_same_rows(paimon_read(table), model.expected(), ORDER_KEYS,
                          f"pypaimon after step {step} ({writer})")
 
 
 def test_last_writer_wins_when_both_writers_update_and_delete_the_same_key(
         paimon: Any, lake: Any) -> None:
-    table = create_paimon_table(paimon, "db.orders", ORDERS, KEYS, ["dt"],
+    table = create_paimon_table(paimon, "db.orders", ORDERS, ORDER_KEYS, ["dt"],
                                 {"bucket": "2", "rowkind.field": "rk"})
     lt = lake.get_table("db.orders")
     day = DAYS[0]
@@ -188,14 +187,14 @@ def test_last_writer_wins_when_both_writers_update_and_delete_the_same_key(
 
 
 def test_alternating_overwrites_and_appends_of_partitions(paimon: Any, lake: Any) -> None:
-    table = create_paimon_table(paimon, "db.orders", ORDERS, KEYS, ["dt"],
+    table = create_paimon_table(paimon, "db.orders", ORDERS, ORDER_KEYS, ["dt"],
                                 {"bucket": "2", "rowkind.field": "rk"})
     lt = lake.get_table("db.orders")
-    model = LastWriterWins(KEYS, ORDERS.names)
+    model = LastWriterWins(ORDER_KEYS, ORDERS.names)
     d1, d2, d3 = DAYS
 
     def rows(day: str, ids: range, writer: str, step: int) -> list[Row]:
-        return [order(day, i, "+I", writer, step) for i in ids]
+        return [writer_row(day, i, "+I", writer, step) for i in ids]
 
     steps: list[tuple[str, bool, list[Row]]] = [
         ("paimon", False, rows(d1, range(10), "paimon", 1) + rows(d2, range(10), "paimon", 1)),
@@ -220,8 +219,8 @@ def test_alternating_overwrites_and_appends_of_partitions(paimon: Any, lake: Any
             assert_sequence_numbers_continue(before, bucket_files(lt), writer, step)
         kinds = [s.commit_kind for s in lt.snapshots()]
         assert kinds[-1] == ("OVERWRITE" if overwrite else "APPEND")
-        assert_same_rows(lt.read(), model.expected(), KEYS, f"lakeformat after step {step}")
-        assert_same_rows(paimon_read(table), model.expected(), KEYS,
+        assert_same_rows(lt.read(), model.expected(), ORDER_KEYS, f"lakeformat after step {step}")
+        assert_same_rows(paimon_read(table), model.expected(), ORDER_KEYS,
                          f"pypaimon after step {step}")
 
 
@@ -269,15 +268,15 @@ def test_any_interleaving_of_writers_reads_as_last_writer_wins(
         steps: list[tuple[str, list[tuple[str, int, str]]]]) -> None:
     warehouse = tempfile.mkdtemp(prefix="lf-interop-")
     try:
-        table = create_paimon_table(paimon_catalog(warehouse), "db.orders", ORDERS, KEYS,
+        table = create_paimon_table(paimon_catalog(warehouse), "db.orders", ORDERS, ORDER_KEYS,
                                     ["dt"], {"bucket": "2", "rowkind.field": "rk"})
         lt = lf.Catalog(warehouse).get_table("db.orders")
-        model = LastWriterWins(KEYS, ORDERS.names)
-        seed = [order(d, i, "+I", "paimon", 0) for d in DAYS[:2] for i in range(6)]
+        model = LastWriterWins(ORDER_KEYS, ORDERS.names)
+        seed = [writer_row(d, i, "+I", "paimon", 0) for d in DAYS[:2] for i in range(6)]
         paimon_write(table, seed)  # every bucket gets a file first (pypaimon lone-file bug)
         model.apply(seed)
         for step, (writer, batch) in enumerate(steps, start=1):
-            rows = [order(d, i, k, writer, step) for d, i, k in batch]
+            rows = [writer_row(d, i, k, writer, step) for d, i, k in batch]
             before = bucket_files(lt)
             if writer == "paimon":
                 paimon_write(table, rows)
@@ -285,7 +284,7 @@ def test_any_interleaving_of_writers_reads_as_last_writer_wins(
                 lt.write(pa.Table.from_pylist(rows, schema=ORDERS))
             model.apply(rows, kind_field="rk")
             assert_sequence_numbers_continue(before, bucket_files(lt), writer, step)
-        assert_same_rows(lt.read(), model.expected(), KEYS, "lakeformat")
-        assert_same_rows(paimon_read(table), model.expected(), KEYS, "pypaimon")
+        assert_same_rows(lt.read(), model.expected(), ORDER_KEYS, "lakeformat")
+        assert_same_rows(paimon_read(table), model.expected(), ORDER_KEYS, "pypaimon")
     finally:
         shutil.rmtree(warehouse, ignore_errors=True)

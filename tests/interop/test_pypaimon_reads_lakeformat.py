@@ -7,7 +7,6 @@ same operations through pypaimon.
 
 from __future__ import annotations
 
-import datetime as dt
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,31 +15,27 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pypaimon_helpers import (
+    DAYS,
+    KEY_TYPES,
+    ORDER_KEYS,
+    ORDERS,
+    VALUE_COLUMNS,
+    VALUE_PAIMON_TYPES,
     LastWriterWins,
     Row,
     assert_same_rows,
     assert_same_value_types,
     create_paimon_table,
     decimal_value,
+    order,
     paimon_base_manifests,
     paimon_live_files,
     paimon_read,
     paimon_snapshots,
     paimon_write,
     sorted_model_rows,
+    typed_values,
 )
-
-DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
-ORDERS = pa.schema([
-    ("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()),
-    ("amount", pa.float64()), ("rk", pa.string()),
-])
-KEYS = ["dt", "id"]
-
-
-def order(day: str, i: int, rk: str = "+I", version: int = 0) -> Row:
-    return {"dt": day, "id": i, "name": f"n{i}-v{version}", "amount": i * 10.0 + version,
-            "rk": rk}
 
 
 def key_table(keys: list[tuple[str, int]]) -> pa.Table:
@@ -120,11 +115,11 @@ def test_pypaimon_reads_lakeformat_updates_deletes_and_overwrite(
         paimon: Any, lake: Any, partitioned: bool, buckets: int) -> None:
     partition_keys = ["dt"] if partitioned else []
     options = {"bucket": str(buckets), "rowkind.field": "rk"}
-    lt = lake.create_table("db.orders", schema=ORDERS, primary_keys=KEYS,
+    lt = lake.create_table("db.orders", schema=ORDERS, primary_keys=ORDER_KEYS,
                            partition_keys=partition_keys, options=options)
-    twin = create_paimon_table(paimon, "db.twin", ORDERS, KEYS, partition_keys, options)
+    twin = create_paimon_table(paimon, "db.twin", ORDERS, ORDER_KEYS, partition_keys, options)
     table = paimon.get_table("db.orders")
-    model = LastWriterWins(KEYS, ORDERS.names)
+    model = LastWriterWins(ORDER_KEYS, ORDERS.names)
     expected_by_snapshot: dict[int, list[Row]] = {}
 
     for step, op in enumerate(scripted_ops(), start=1):
@@ -133,8 +128,8 @@ def test_pypaimon_reads_lakeformat_updates_deletes_and_overwrite(
         apply_model(model, op, partitioned)
         expected_by_snapshot[snapshot_id] = model.expected()
 
-        assert_same_rows(lt.read(), model.expected(), KEYS, f"lakeformat after step {step}")
-        assert_same_rows(paimon_read(table), lt.read(), KEYS,
+        assert_same_rows(lt.read(), model.expected(), ORDER_KEYS, f"lakeformat after step {step}")
+        assert_same_rows(paimon_read(table), lt.read(), ORDER_KEYS,
                          f"pypaimon vs lakeformat after step {step} ({op.kind})")
 
     assert snapshot_facts(paimon_snapshots(table)) == snapshot_facts(lt.snapshots())
@@ -142,13 +137,13 @@ def test_pypaimon_reads_lakeformat_updates_deletes_and_overwrite(
     assert [s.commit_kind for s in lt.snapshots()] == [
         "OVERWRITE" if op.kind == "overwrite" else "APPEND" for op in scripted_ops()]
     for snapshot_id, expected in expected_by_snapshot.items():
-        assert_same_rows(paimon_read(table, snapshot_id=snapshot_id), expected, KEYS,
+        assert_same_rows(paimon_read(table, snapshot_id=snapshot_id), expected, ORDER_KEYS,
                          f"pypaimon at snapshot {snapshot_id}")
 
 
 def test_lakeformat_snapshot_totals_match_the_files_pypaimon_plans(
         paimon: Any, lake: Any) -> None:
-    lt = lake.create_table("db.orders", schema=ORDERS, primary_keys=KEYS,
+    lt = lake.create_table("db.orders", schema=ORDERS, primary_keys=ORDER_KEYS,
                            partition_keys=["dt"], options={"bucket": "2", "rowkind.field": "rk"})
     for op in scripted_ops():
         apply_lake(lt, op)
@@ -165,7 +160,7 @@ def test_pypaimon_hides_retracts_of_a_lone_lakeformat_file(paimon: Any, lake: An
     """Java counts -U/-D records in _DELETE_ROW_COUNT; pypaimon (like Java) reads a bucket made
     of one file with no deleted rows "raw", without dropping retracts. So a lakeformat file that
     holds retracts must say so, or pypaimon shows -D rows as table rows."""
-    lt = lake.create_table("db.orders", schema=ORDERS, primary_keys=KEYS,
+    lt = lake.create_table("db.orders", schema=ORDERS, primary_keys=ORDER_KEYS,
                            options={"bucket": "1", "rowkind.field": "rk"})
     d1 = DAYS[0]
     lt.write(pa.Table.from_pylist(
@@ -174,17 +169,17 @@ def test_pypaimon_hides_retracts_of_a_lone_lakeformat_file(paimon: Any, lake: An
     files = lt.files()
     assert [(f["row_count"], f["delete_row_count"]) for f in files] == [(4, 3)]
     expected = [order(d1, 1)]
-    assert_same_rows(lt.read(), expected, KEYS, "lakeformat")
-    assert_same_rows(paimon_read(paimon.get_table("db.orders")), expected, KEYS, "pypaimon")
+    assert_same_rows(lt.read(), expected, ORDER_KEYS, "lakeformat")
+    assert_same_rows(paimon_read(paimon.get_table("db.orders")), expected, ORDER_KEYS, "pypaimon")
 
 
 def test_pypaimon_prunes_lakeformat_files_by_key_and_partition_stats_correctly(
         paimon: Any, lake: Any) -> None:
     """pypaimon skips files by _MIN_KEY/_MAX_KEY, key stats and partition stats: wrong stats in
     lakeformat's manifests would make it drop live rows."""
-    lt = lake.create_table("db.orders", schema=ORDERS, primary_keys=KEYS,
+    lt = lake.create_table("db.orders", schema=ORDERS, primary_keys=ORDER_KEYS,
                            partition_keys=["dt"], options={"bucket": "2", "rowkind.field": "rk"})
-    model = LastWriterWins(KEYS, ORDERS.names)
+    model = LastWriterWins(ORDER_KEYS, ORDERS.names)
     rng = random.Random(7)
     for version in range(6):
         rows = [order(rng.choice(DAYS), rng.randrange(-50, 200), rng.choice(["+I", "+U", "-D"]),
@@ -204,7 +199,7 @@ def test_pypaimon_prunes_lakeformat_files_by_key_and_partition_stats_correctly(
     ]
     for name, predicate, keep in cases:
         expected = [r for r in model.expected() if keep(r)]
-        assert_same_rows(paimon_read(table, predicate=predicate), expected, KEYS,
+        assert_same_rows(paimon_read(table, predicate=predicate), expected, ORDER_KEYS,
                          f"pypaimon filter {name}")
 
 
@@ -219,9 +214,9 @@ def test_pypaimon_reads_lakeformat_table_after_manifest_merging(
                "manifest.target-file-size": "8 kb"}
     if full_compaction:
         options["manifest.full-compaction-threshold-size"] = "4 kb"
-    lt = lake.create_table("db.orders", schema=ORDERS, primary_keys=KEYS,
+    lt = lake.create_table("db.orders", schema=ORDERS, primary_keys=ORDER_KEYS,
                            partition_keys=["dt"], options=options)
-    model = LastWriterWins(KEYS, ORDERS.names)
+    model = LastWriterWins(ORDER_KEYS, ORDERS.names)
     rng = random.Random(40)
     history: dict[int, list[Row]] = {}
     for version in range(40):
@@ -244,52 +239,16 @@ def test_pypaimon_reads_lakeformat_table_after_manifest_merging(
     assert len(base) < 5, f"manifests were not merged: {base}"
     if full_compaction:
         assert sum(deleted for _, deleted, _ in base) == 0, f"ADD/DELETE pairs left: {base}"
-    assert_same_rows(paimon_read(table), model.expected(), KEYS, "pypaimon latest")
-    assert_same_rows(lt.read(), model.expected(), KEYS, "lakeformat latest")
+    assert_same_rows(paimon_read(table), model.expected(), ORDER_KEYS, "pypaimon latest")
+    assert_same_rows(lt.read(), model.expected(), ORDER_KEYS, "lakeformat latest")
     for snapshot_id in (1, 3, 13, 26, 39):
         assert_same_rows(paimon_read(table, snapshot_id=snapshot_id), history[snapshot_id],
-                         KEYS, f"pypaimon at snapshot {snapshot_id}")
+                         ORDER_KEYS, f"pypaimon at snapshot {snapshot_id}")
     files = paimon_live_files(table)
     assert latest.total_record_count == sum(f["row_count"] for f in files)
 
 
-# -- types -------------------------------------------------------------------------------------------
-VALUE_COLUMNS = pa.schema([
-    ("c_int", pa.int32()), ("c_bigint", pa.int64()), ("c_string", pa.string()),
-    ("c_double", pa.float64()), ("c_dec10", pa.decimal128(10, 2)),
-    ("c_dec38", pa.decimal128(38, 10)), ("c_bool", pa.bool_()), ("c_date", pa.date32()),
-    ("c_ts3", pa.timestamp("ms")), ("c_ts6", pa.timestamp("us")), ("c_bytes", pa.binary()),
-])
-
-KEY_TYPES: dict[str, tuple[pa.DataType, Callable[[int], Any]]] = {
-    "INT": (pa.int32(), lambda i: (i - 20) * 104729),
-    "BIGINT": (pa.int64(), lambda i: (i - 20) * 3_000_000_019),
-    "STRING": (pa.string(),
-               lambda i: "" if i == 0 else ["a", "é", "日本", "zz", "A"][i % 5] + str(i)),
-    "DATE": (pa.date32(), lambda i: dt.date(1970, 1, 1) + dt.timedelta(days=(i - 20) * 397)),
-}
-
-
-def typed_values(i: int, version: int) -> Row:
-    if (i + version) % 7 == 0:
-        return {name: None for name in VALUE_COLUMNS.names}
-    base = dt.datetime(1969, 12, 31, 23, 59, 59) + dt.timedelta(
-        days=i * 37 + version, microseconds=i * 123_457)
-    return {
-        "c_int": [-(2**31), 2**31 - 1, 0, i * version][i % 4],
-        "c_bigint": [-(2**63), 2**63 - 1, 0, -i * 10**12][i % 4],
-        "c_string": ["", "ascii", "ünïcödé ✓", "x" * 300][i % 4] + str(version),
-        "c_double": [0.0, -1.5, 1e308, -2.2250738585072014e-308, float("-inf")][i % 5] + version,
-        "c_dec10": decimal_value(i + version, 2, 10),
-        "c_dec38": decimal_value(i * 31 + version, 10, 38),
-        "c_bool": [True, False][(i + version) % 2],
-        "c_date": dt.date(1970, 1, 1) + dt.timedelta(days=(i - 10) * 1000 + version),
-        "c_ts3": base.replace(microsecond=(base.microsecond // 1000) * 1000),
-        "c_ts6": base,
-        "c_bytes": [b"", b"\x00", bytes(range(256)), f"v{version}".encode()][i % 4],
-    }
-
-
+# -- types ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("key_type", list(KEY_TYPES))
 def test_pypaimon_reads_every_lakeformat_value_type_by_key_type(
         paimon: Any, lake: Any, key_type: str) -> None:
@@ -307,10 +266,8 @@ def test_pypaimon_reads_every_lakeformat_value_type_by_key_type(
     model.delete([{"k": key_of(i)} for i in range(1, 40, 5)])
 
     table = paimon.get_table("db.types")
-    expected_types = ["INT", "BIGINT", "STRING", "DOUBLE", "DECIMAL(10, 2)", "DECIMAL(38, 10)",
-                      "BOOLEAN", "DATE", "TIMESTAMP(3)", "TIMESTAMP(6)", "BYTES"]
     assert [str(f.type) for f in table.table_schema.fields] == [
-        f"{key_type} NOT NULL", *expected_types]
+        f"{key_type} NOT NULL", *VALUE_PAIMON_TYPES]
     theirs = paimon_read(table)
     assert_same_value_types(theirs.schema, lt.read().schema)
     assert_same_rows(theirs, model.expected(), ["k"], "pypaimon vs model")
@@ -328,7 +285,7 @@ PROFILES = pa.schema([
 
 
 def test_pypaimon_merges_two_lakeformat_partial_update_streams(paimon: Any, lake: Any) -> None:
-    lt = lake.create_table("db.profiles", schema=PROFILES, primary_keys=KEYS,
+    lt = lake.create_table("db.profiles", schema=PROFILES, primary_keys=ORDER_KEYS,
                            partition_keys=["dt"],
                            options={"bucket": "2", "merge-engine": "partial-update"})
 
@@ -353,7 +310,7 @@ def test_pypaimon_merges_two_lakeformat_partial_update_streams(paimon: Any, lake
         for row in rows:
             merged = model.setdefault((row["dt"], row["id"]), dict.fromkeys(PROFILES.names))
             merged.update({c: v for c, v in row.items() if v is not None})
-        expected = sorted_model_rows(model, KEYS, PROFILES.names)
-        assert_same_rows(lt.read(), expected, KEYS, f"lakeformat after stream commit {step}")
-        assert_same_rows(paimon_read(table), expected, KEYS,
+        expected = sorted_model_rows(model, ORDER_KEYS, PROFILES.names)
+        assert_same_rows(lt.read(), expected, ORDER_KEYS, f"lakeformat after stream commit {step}")
+        assert_same_rows(paimon_read(table), expected, ORDER_KEYS,
                          f"pypaimon after stream commit {step}")

@@ -9,38 +9,31 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from pypaimon_helpers import (
+    DAYS,
+    KEY_TYPES,
+    ORDER_KEYS,
+    ORDERS,
+    VALUE_COLUMNS,
     LastWriterWins,
     Row,
     assert_same_rows,
     assert_same_value_types,
     create_paimon_table,
     decimal_value,
+    order,
     paimon_live_files,
     paimon_read,
     paimon_snapshots,
     paimon_write,
     sorted_model_rows,
+    typed_values,
 )
-
-DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
-
-ORDERS = pa.schema([
-    ("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()),
-    ("amount", pa.float64()), ("rk", pa.string()),
-])
-ORDER_KEYS = ["dt", "id"]
-
-
-def order(day: str, i: int, rk: str = "+I", version: int = 0) -> Row:
-    return {"dt": day, "id": i, "name": f"n{i}-v{version}", "amount": i * 10.0 + version,
-            "rk": rk}
 
 
 def order_commits() -> list[list[Row]]:
@@ -66,10 +59,6 @@ def order_commits() -> list[list[Row]]:
     return [first, second, third, fourth]
 
 
-def open_lake_table(lake: Any, name: str) -> Any:
-    return lake.get_table(name)
-
-
 @pytest.mark.parametrize("partitioned", [True, False], ids=["partitioned", "unpartitioned"])
 @pytest.mark.parametrize("buckets", [2, 4])
 def test_lakeformat_reads_pypaimon_updates_and_deletes_at_every_snapshot(
@@ -85,7 +74,7 @@ def test_lakeformat_reads_pypaimon_updates_and_deletes_at_every_snapshot(
         model.apply(rows, kind_field="rk")
         expected_by_snapshot[snapshot_id] = model.expected()
 
-    lt = open_lake_table(lake, "db.orders")
+    lt = lake.get_table("db.orders")
     assert [s.id for s in lt.snapshots()] == [1, 2, 3, 4]
     assert_same_rows(lt.read(), paimon_read(table), ORDER_KEYS, "latest vs pypaimon")
     for snapshot_id, expected in expected_by_snapshot.items():
@@ -101,7 +90,7 @@ def test_lakeformat_reads_pypaimon_snapshot_metadata(paimon: Any, lake: Any) -> 
     for rows in order_commits():
         paimon_write(table, rows)
     ours = [(s.id, s.commit_kind, s.total_record_count, s.delta_record_count, s.schema_id)
-            for s in open_lake_table(lake, "db.orders").snapshots()]
+            for s in lake.get_table("db.orders").snapshots()]
     theirs = [(s.id, s.commit_kind, s.total_record_count, s.delta_record_count, s.schema_id)
               for s in paimon_snapshots(table)]
     assert ours == theirs
@@ -115,7 +104,7 @@ def test_lakeformat_files_match_pypaimon_plan(paimon: Any, lake: Any) -> None:
     ours = sorted(
         ((f["partition"]["dt"],), f["bucket"], f["file_name"], f["row_count"], f["level"],
          f["min_sequence_number"], f["max_sequence_number"])
-        for f in open_lake_table(lake, "db.orders").files())
+        for f in lake.get_table("db.orders").files())
     theirs = sorted(
         (f["partition"], f["bucket"], f["file_name"], f["row_count"], f["level"],
          f["min_sequence_number"], f["max_sequence_number"])
@@ -131,7 +120,7 @@ def test_lakeformat_filters_and_projects_pypaimon_table_like_pypaimon(
     for rows in order_commits():
         paimon_write(table, rows)
         model.apply(rows, kind_field="rk")
-    lt = open_lake_table(lake, "db.orders")
+    lt = lake.get_table("db.orders")
 
     day2 = [r for r in model.expected() if r["dt"] == DAYS[1]]
     theirs = paimon_read(table, predicate=lambda pb: pb.equal("dt", DAYS[1]))
@@ -176,7 +165,7 @@ def test_lakeformat_reads_many_pypaimon_sorted_runs_and_rolled_files(
         model.apply(rows, kind_field="rk")
         first_commit = first_commit or rows
     assert any(f["row_count"] < 200 for f in paimon_live_files(table))
-    lt = open_lake_table(lake, "db.orders")
+    lt = lake.get_table("db.orders")
     assert_same_rows(lt.read(), model.expected(), ORDER_KEYS, "lakeformat vs model")
     assert_same_rows(paimon_read(table), model.expected(), ORDER_KEYS, "pypaimon vs model")
     assert_same_rows(lt.read(snapshot_id=snapshots[5]),
@@ -205,48 +194,12 @@ def test_lakeformat_drops_retracts_that_pypaimon_shows_for_a_lone_file(
     assert sorted(paimon_read(table).column("rk").to_pylist()) == ["+I", "-D", "-D", "-U"]
     assert [f["row_count"] for f in paimon_live_files(table)] == [4]
 
-    expected = [{**order(d1, 1)}]
+    expected = [order(d1, 1)]
     assert_same_rows(lake.get_table("db.orders").read(), expected, ORDER_KEYS,
                      "lakeformat drops retract rows")
 
 
 # -- the type matrix -------------------------------------------------------------------------------
-VALUE_COLUMNS = pa.schema([
-    ("c_int", pa.int32()), ("c_bigint", pa.int64()), ("c_string", pa.string()),
-    ("c_double", pa.float64()), ("c_dec10", pa.decimal128(10, 2)),
-    ("c_dec38", pa.decimal128(38, 10)), ("c_bool", pa.bool_()), ("c_date", pa.date32()),
-    ("c_ts3", pa.timestamp("ms")), ("c_ts6", pa.timestamp("us")), ("c_bytes", pa.binary()),
-])
-
-KEY_TYPES: dict[str, tuple[pa.DataType, Callable[[int], Any]]] = {
-    "INT": (pa.int32(), lambda i: (i - 20) * 104729),
-    "BIGINT": (pa.int64(), lambda i: (i - 20) * 3_000_000_019),
-    "STRING": (pa.string(), lambda i: "" if i == 0 else ["a", "é", "日本", "zz", "A"][i % 5] + str(i)),
-    "DATE": (pa.date32(), lambda i: dt.date(1970, 1, 1) + dt.timedelta(days=(i - 20) * 397)),
-}
-
-
-def typed_values(i: int, version: int) -> Row:
-    """Edge-ish values of every value type; every 7th row is all null."""
-    if (i + version) % 7 == 0:
-        return {name: None for name in VALUE_COLUMNS.names}
-    base = dt.datetime(1969, 12, 31, 23, 59, 59) + dt.timedelta(
-        days=i * 37 + version, microseconds=i * 123_457)
-    return {
-        "c_int": [-(2**31), 2**31 - 1, 0, i * version][i % 4],
-        "c_bigint": [-(2**63), 2**63 - 1, 0, -i * 10**12][i % 4],
-        "c_string": ["", "ascii", "ünïcödé ✓", "x" * 300][i % 4] + str(version),
-        "c_double": [0.0, -1.5, 1e308, -2.2250738585072014e-308, float("inf")][i % 5] + version,
-        "c_dec10": decimal_value(i + version, 2, 10),
-        "c_dec38": decimal_value(i * 31 + version, 10, 38),
-        "c_bool": [True, False][(i + version) % 2],
-        "c_date": dt.date(1970, 1, 1) + dt.timedelta(days=(i - 10) * 1000 + version),
-        "c_ts3": base.replace(microsecond=(base.microsecond // 1000) * 1000),
-        "c_ts6": base,
-        "c_bytes": [b"", b"\x00", bytes(range(256)), f"v{version}".encode()][i % 4],
-    }
-
-
 @pytest.mark.parametrize("key_type", list(KEY_TYPES))
 def test_lakeformat_reads_every_pypaimon_value_type_by_key_type(
         paimon: Any, lake: Any, key_type: str) -> None:
@@ -262,7 +215,7 @@ def test_lakeformat_reads_every_pypaimon_value_type_by_key_type(
         paimon_write(table, rows)
         model.apply(rows, kind_field="rk")
 
-    lt = open_lake_table(lake, "db.types")
+    lt = lake.get_table("db.types")
     ours, theirs = lt.read(), paimon_read(table)
     assert_same_value_types(ours.schema, theirs.schema)
     assert_same_rows(theirs, model.expected(), ["k"], "pypaimon vs model")
@@ -285,7 +238,7 @@ def test_lakeformat_reads_pypaimon_composite_key_of_int_bigint_string_date(
                 for i in range(version * 10, 60)]
         paimon_write(table, rows)
         model.apply(rows)
-    lt = open_lake_table(lake, "db.composite")
+    lt = lake.get_table("db.composite")
     assert_same_rows(lt.read(), paimon_read(table), keys, "lakeformat vs pypaimon")
     assert_same_rows(lt.read(), model.expected(), keys, "lakeformat vs model")
 
@@ -345,7 +298,7 @@ def test_lakeformat_merges_two_pypaimon_partial_update_streams_like_pypaimon(
         partial_update(model, rows)
         expected_by_snapshot[snapshot_id] = sorted_model_rows(model, PROFILE_KEYS,
                                                               PROFILES.names)
-    lt = open_lake_table(lake, "db.profiles")
+    lt = lake.get_table("db.profiles")
     assert_same_rows(lt.read(), paimon_read(table), PROFILE_KEYS, "lakeformat vs pypaimon")
     for snapshot_id, expected in expected_by_snapshot.items():
         assert_same_rows(paimon_read(table, snapshot_id=snapshot_id), expected, PROFILE_KEYS,

@@ -16,12 +16,16 @@ from hypothesis import strategies as st
 from lakeformat.errors import UnsupportedError
 from lakeformat.meta.binary_row import serialize
 from lakeformat.meta.bucket import (
-    bucket_ids, bucket_of_row, hash_row_bytes, hash_rows, java_bucket,
+    bucket_ids,
+    bucket_of_row,
+    hash_row_bytes,
+    hash_rows,
+    java_bucket,
 )
 from lakeformat.schema import types as T
 from lakeformat.schema.types import DataType, to_arrow
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def reference(columns: list[pa.Array | pa.ChunkedArray], types: list[DataType]) -> list[int]:
@@ -133,12 +137,13 @@ def key_table(draw: st.DrawFn) -> tuple[list[DataType], list[list[Any]]]:
 
 
 def _arrays(types: list[DataType], cols: list[list[Any]]) -> list[pa.Array]:
-    return [pa.array(c, type=to_arrow(t)) for t, c in zip(types, cols)]
+    return [pa.array(c, type=to_arrow(t)) for t, c in zip(types, cols, strict=True)]
 
 
 @settings(max_examples=300, deadline=None)
 @given(key_table())
-def test_vectorized_hash_equals_scalar_reference(table: tuple[list[DataType], list[list[Any]]]) -> None:
+def test_vectorized_hash_equals_scalar_reference(
+        table: tuple[list[DataType], list[list[Any]]]) -> None:
     types, cols = table
     assert_matches(_arrays(types, cols), types)
 

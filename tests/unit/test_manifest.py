@@ -34,7 +34,7 @@ from lakeformat.meta.manifest import (
 from lakeformat.schema import types as T
 from lakeformat.storage.local import LocalFileIO
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "docs" / "paimon-format-samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "data" / "paimon-format-samples"
 PART_TYPES = [T.string(), T.int_()]
 KEY_TYPES = [T.bigint(False)]
 

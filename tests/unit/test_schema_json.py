@@ -15,7 +15,7 @@ from lakeformat.schema.types import (
     DataField, DataType, assign_field_ids, from_arrow, parse_atomic, to_arrow,
 )
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "docs" / "paimon-format-samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "data" / "paimon-format-samples"
 
 
 def sample(name: str) -> str:

@@ -11,6 +11,9 @@ Python values follow pyarrow's ``.as_py()`` for ``to_arrow(type)``: bool, int, f
 ``Decimal``, str, bytes, ``date``, ``time``, naive ``datetime`` (TIMESTAMP), tz-aware UTC
 ``datetime`` (TIMESTAMP_LTZ; naive is taken as UTC).  Anything with a ``nanosecond`` attribute
 (``pandas.Timestamp``) keeps its nanoseconds.
+
+Checked byte for byte against Paimon's own ``RowHelper``/``BinaryRowWriter`` (compiled from the
+apache/paimon sources) on thousands of random rows; see ``JAVA_ROWS`` in the unit tests.
 """
 
 from __future__ import annotations

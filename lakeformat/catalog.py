@@ -1,4 +1,4 @@
-"""Filesystem catalog: a warehouse of `<database>.db/<table>/` directories, as Paimon lays it out."""
+"""Filesystem catalog: a warehouse of `<database>.db/<table>/` directories, as Paimon has it."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from typing import Any
 import pyarrow as pa
 
 from lakeformat.errors import (
-    DatabaseAlreadyExistsError, DatabaseNotFoundError, InvalidIdentifierError,
-    InvalidOptionError, TableAlreadyExistsError, TableNotFoundError, UnsupportedError,
+    DatabaseAlreadyExistsError,
+    DatabaseNotFoundError,
+    InvalidIdentifierError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
 )
 from lakeformat.merge import check_merge_options
 from lakeformat.options import CoreOptions
@@ -41,7 +44,7 @@ class Identifier:
     table: str
 
     @staticmethod
-    def parse(identifier: "str | Identifier") -> "Identifier":
+    def parse(identifier: str | Identifier) -> Identifier:
         if isinstance(identifier, Identifier):
             return identifier
         parts = str(identifier).split(".")
@@ -100,7 +103,7 @@ class Catalog:
         self.file_io.delete_dir(path)
 
     # -- tables ------------------------------------------------------------------------------------
-    def table_path(self, identifier: "str | Identifier") -> str:
+    def table_path(self, identifier: str | Identifier) -> str:
         ident = Identifier.parse(identifier)
         return self.file_io.join(self.database_path(ident.database), ident.table)
 
@@ -114,10 +117,10 @@ class Catalog:
                 out.append(d.rstrip("/").rsplit("/", 1)[-1])
         return sorted(out)
 
-    def table_exists(self, identifier: "str | Identifier") -> bool:
+    def table_exists(self, identifier: str | Identifier) -> bool:
         return bool(SchemaManager(self.file_io, self.table_path(identifier)).schema_ids())
 
-    def get_table(self, identifier: "str | Identifier") -> Table:
+    def get_table(self, identifier: str | Identifier) -> Table:
         ident = Identifier.parse(identifier)
         path = self.table_path(ident)
         if not SchemaManager(self.file_io, path).schema_ids():
@@ -126,7 +129,7 @@ class Catalog:
             raise TableNotFoundError(f"table {ident} does not exist")
         return Table(str(ident), path, self.file_io)
 
-    def create_table(self, identifier: "str | Identifier", schema: "pa.Schema | list[DataField]",
+    def create_table(self, identifier: str | Identifier, schema: pa.Schema | list[DataField],
                      primary_keys: list[str] | None = None,
                      partition_keys: list[str] | None = None,
                      options: Mapping[str, Any] | None = None, comment: str | None = None,
@@ -154,13 +157,13 @@ class Catalog:
                 for k, v in (options or {}).items()}
         table_schema = new_schema(0, fields, list(partition_keys or []), list(primary_keys),
                                   opts, comment)
-        table_schema.trimmed_primary_keys  # raises when the key is only partition columns
-        validate_table_options(table_schema.options)
+        _ = table_schema.trimmed_primary_keys  # raises when the key is only partition columns
+        CoreOptions(table_schema.options).validate()
         check_merge_options(table_schema)
         SchemaManager(self.file_io, self.table_path(ident)).create(table_schema)
         return self.get_table(ident)
 
-    def drop_table(self, identifier: "str | Identifier", ignore_missing: bool = False) -> None:
+    def drop_table(self, identifier: str | Identifier, ignore_missing: bool = False) -> None:
         ident = Identifier.parse(identifier)
         if not self.table_exists(ident):
             if ignore_missing:
@@ -168,15 +171,3 @@ class Catalog:
             raise TableNotFoundError(f"table {ident} does not exist")
         self.file_io.delete_dir(self.table_path(ident))
 
-
-def validate_table_options(options: Mapping[str, str]) -> None:
-    """Typed options must parse; a bad value is an error naming the key."""
-    o = CoreOptions(options)
-    o.bucket, o.target_file_size, o.manifest_target_file_size, o.stats_dense_store
-    o.commit_max_retries, o.commit_min_retry_wait, o.commit_max_retry_wait, o.commit_timeout
-    o.partition_legacy_name, o.thin_mode, o.file_suffix_include_compression
-    if o.bucket == 0 or o.bucket < -2:
-        raise InvalidOptionError(f"option 'bucket' must be > 0, -1 or -2, got {o.bucket}")
-    if o.file_format not in ("parquet", "orc"):
-        raise UnsupportedError(f"option file.format={o.file_format!r} is not supported "
-                               "(parquet, orc)")

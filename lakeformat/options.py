@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from datetime import timedelta
 
-from lakeformat.errors import InvalidOptionError
+from lakeformat.errors import InvalidOptionError, UnsupportedError
 
 _SIZE_UNITS = {
     "": 1, "b": 1, "bytes": 1, "byte": 1,
@@ -74,6 +74,16 @@ class CoreOptions:
 
     def _size(self, key: str, default: str) -> int:
         return parse_memory_size(self.raw.get(key, default), key)
+
+    def validate(self) -> None:
+        """Parse every typed option once, so a bad value fails at create time naming its key."""
+        for name in _TYPED:
+            getattr(self, name)
+        if self.bucket == 0 or self.bucket < -2:
+            raise InvalidOptionError(f"option 'bucket' must be > 0, -1 or -2, got {self.bucket}")
+        if self.file_format not in ("parquet", "orc"):
+            raise UnsupportedError(f"option file.format={self.file_format!r} is not supported "
+                                   "(parquet, orc)")
 
     @property
     def bucket(self) -> int:
@@ -165,3 +175,6 @@ class CoreOptions:
     @property
     def write_buffer_size(self) -> int:
         return self._size("write-buffer-size", "256 mb")
+
+
+_TYPED = [name for name, value in vars(CoreOptions).items() if isinstance(value, property)]

@@ -68,7 +68,7 @@ class Table:
     def partition_keys(self) -> list[str]:
         return list(self._schema.partition_keys)
 
-    def refresh(self) -> "Table":
+    def refresh(self) -> Table:
         latest = self.schema_manager.latest()
         if latest is not None:
             self._schema = latest

@@ -78,7 +78,7 @@ class Snapshot:
         return json.dumps(obj, indent=2)
 
     @staticmethod
-    def from_json(text: str | bytes, path: str = "<snapshot>") -> "Snapshot":
+    def from_json(text: str | bytes, path: str = "<snapshot>") -> Snapshot:
         try:
             obj = json.loads(text)
             missing = [k for k in _REQUIRED if obj.get(k) is None]

@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from lakeformat import __version__
 from lakeformat.errors import CommitConflictError, CommitFailedError
 from lakeformat.meta.data_file_meta import (
-    DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta,
+    DataFileMeta,
+    FileKind,
+    ManifestEntry,
+    ManifestFileMeta,
 )
 from lakeformat.meta.manifest import ManifestFile, ManifestList
 from lakeformat.meta.manifest_merge import merge_manifests
@@ -201,9 +204,10 @@ class FileStoreCommit:
             # the request may have landed even though we saw an error: our uuid tells
             try:
                 landed = self.snapshots.snapshot(snap.id)
-            except Exception:
+            except Exception as e:
                 raise CommitFailedError(f"publishing {path} failed and its outcome is unknown; "
-                                        "run the job again (orphan cleanup removes leftovers)")
+                                        "run the job again (orphan cleanup removes leftovers)"
+                                        ) from e
             if landed.uuid == snap.uuid:
                 return True
             return False

@@ -21,7 +21,12 @@ from lakeformat.merge.sort import is_retract, sort_for_merge
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.paths import PathFactory
-from lakeformat.operation.predicate import Filter, filter_columns, partition_predicate, to_expression
+from lakeformat.operation.predicate import (
+    Filter,
+    filter_columns,
+    partition_predicate,
+    to_expression,
+)
 from lakeformat.operation.scan import FileStoreScan, Split
 from lakeformat.options import CoreOptions
 from lakeformat.schema.schema_manager import SchemaManager
@@ -89,9 +94,9 @@ class TableRead:
         file_schema = self.schema_manager.schema(meta.schema_id)
         if file_schema.fields != self.schema.fields:
             raise UnsupportedError(
-                f"data file {meta.file_name} was written under schema {meta.schema_id}, whose columns "
-                f"differ from schema {self.schema.id}; reading evolved schemas is not supported "
-                "yet")
+                f"data file {meta.file_name} was written under schema {meta.schema_id}, whose "
+                f"columns differ from schema {self.schema.id}; reading evolved schemas is not "
+                "supported yet")
         path = self.paths.data_file(split.partition_values, split.bucket, meta)
         fmt = _format_of(meta.file_name, self.options.file_format)
         table = read_kv_file(self.file_io, path, fmt, columns=read_cols, schema=file_schema)

@@ -8,7 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakeformat.meta.binary_row import from_avro_bytes
-from lakeformat.meta.data_file_meta import DataFileMeta, ManifestEntry, ManifestFileMeta, merge_entries
+from lakeformat.meta.data_file_meta import (
+    DataFileMeta,
+    ManifestEntry,
+    ManifestFileMeta,
+    merge_entries,
+)
 from lakeformat.meta.manifest import ManifestFile, ManifestList
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.schema.table_schema import TableSchema

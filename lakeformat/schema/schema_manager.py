@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+
 from lakeformat.errors import LakeformatError
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO

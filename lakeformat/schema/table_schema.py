@@ -80,12 +80,12 @@ class TableSchema:
     def partition_fields(self) -> list[DataField]:
         return self.fields_of(self.partition_keys)
 
-    def copy(self, **changes: Any) -> "TableSchema":
+    def copy(self, **changes: Any) -> TableSchema:
         return replace(self, **changes)
 
     # -- JSON ------------------------------------------------------------------------------------
     def to_json(self) -> str:
-        """JSON text in Java's key order; `comment` omitted when null (Java reads null as 'null')."""
+        """JSON in Java's key order; `comment` omitted when null (Java reads null as 'null')."""
         obj: dict[str, Any] = {
             "version": self.version,
             "id": self.id,
@@ -101,7 +101,7 @@ class TableSchema:
         return json.dumps(obj, indent=2, ensure_ascii=False)
 
     @staticmethod
-    def from_json(text: str | bytes, path: str = "<schema>") -> "TableSchema":
+    def from_json(text: str | bytes, path: str = "<schema>") -> TableSchema:
         try:
             obj = json.loads(text)
             version = int(obj.get("version", 1))

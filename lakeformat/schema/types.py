@@ -33,7 +33,7 @@ class DataField:
 
     id: int
     name: str
-    type: "DataType"
+    type: DataType
     description: str | None = None
     default_value: str | None = None
 
@@ -46,7 +46,7 @@ class DataField:
         return out
 
     @staticmethod
-    def from_json(obj: dict[str, Any]) -> "DataField":
+    def from_json(obj: dict[str, Any]) -> DataField:
         return DataField(
             id=int(obj["id"]),
             name=obj["name"],
@@ -65,9 +65,9 @@ class DataType:
     precision: int | None = None  # DECIMAL precision; TIME / TIMESTAMP fractional digits
     scale: int | None = None  # DECIMAL scale
     length: int | None = None  # CHAR / VARCHAR / BINARY / VARBINARY length
-    element: "DataType | None" = None  # ARRAY / MULTISET
-    key: "DataType | None" = None  # MAP
-    value: "DataType | None" = None  # MAP
+    element: DataType | None = None  # ARRAY / MULTISET
+    key: DataType | None = None  # MAP
+    value: DataType | None = None  # MAP
     fields: tuple[DataField, ...] = field(default=())  # ROW
 
     # -- predicates --------------------------------------------------------------------------
@@ -75,7 +75,7 @@ class DataType:
     def is_nested(self) -> bool:
         return self.root in NESTED_ROOTS
 
-    def copy(self, nullable: bool) -> "DataType":
+    def copy(self, nullable: bool) -> DataType:
         return replace(self, nullable=nullable)
 
     # -- SQL text ----------------------------------------------------------------------------
@@ -115,13 +115,14 @@ class DataType:
         if self.root in ("ARRAY", "MULTISET"):
             return {"type": self.root + suffix, "element": self.element.to_json()}  # type: ignore[union-attr]
         if self.root == "MAP":
-            return {"type": "MAP" + suffix, "key": self.key.to_json(), "value": self.value.to_json()}  # type: ignore[union-attr]
+            return {"type": "MAP" + suffix, "key": self.key.to_json(),  # type: ignore[union-attr]
+                    "value": self.value.to_json()}  # type: ignore[union-attr]
         if self.root == "ROW":
             return {"type": "ROW" + suffix, "fields": [f.to_json() for f in self.fields]}
         return self.sql() + suffix
 
     @staticmethod
-    def from_json(obj: Any) -> "DataType":
+    def from_json(obj: Any) -> DataType:
         if isinstance(obj, str):
             return parse_atomic(obj)
         if not isinstance(obj, dict) or "type" not in obj:
@@ -331,7 +332,8 @@ def arrow_field(f: DataField, with_id: bool = True) -> pa.Field:
     return pa.field(f.name, to_arrow(f.type), f.type.nullable, metadata=meta)
 
 
-def arrow_schema(fields: list[DataField] | tuple[DataField, ...], with_id: bool = True) -> pa.Schema:
+def arrow_schema(fields: list[DataField] | tuple[DataField, ...],
+                 with_id: bool = True) -> pa.Schema:
     return pa.schema([arrow_field(f, with_id) for f in fields])
 
 

@@ -1,4 +1,4 @@
-"""Commit protocol: a publish that landed despite an error, failures that leave no trace, conflicts."""
+"""Commit protocol: a publish that landed despite an error, failures leaving no trace, conflicts."""
 
 from __future__ import annotations
 

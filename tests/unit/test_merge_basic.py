@@ -88,7 +88,8 @@ def test_partial_update_single_retract_is_emitted_unchanged():
     assert out[0]["_VALUE_KIND"] == 3
 
 
-@pytest.mark.parametrize("key,value", [("merge-engine", "aggregation"), ("merge-engine", "first-row"),
+@pytest.mark.parametrize("key,value", [("merge-engine", "aggregation"),
+                                       ("merge-engine", "first-row"),
                                        ("sequence.field", "b"), ("ignore-delete", "true"),
                                        ("fields.b.sequence-group", "a"),
                                        ("fields.b.aggregate-function", "sum"),

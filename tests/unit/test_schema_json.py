@@ -12,7 +12,12 @@ from lakeformat.errors import CorruptFileError, UnsupportedError
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.schema.table_schema import TableSchema, new_schema
 from lakeformat.schema.types import (
-    DataField, DataType, assign_field_ids, from_arrow, parse_atomic, to_arrow,
+    DataField,
+    DataType,
+    assign_field_ids,
+    from_arrow,
+    parse_atomic,
+    to_arrow,
 )
 
 SAMPLES = Path(__file__).resolve().parents[1] / "data" / "paimon-format-samples"

@@ -12,11 +12,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeformat.errors import LakeformatError
+from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import INSERT, KeyGroups, is_retract
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND
 
 
-def merge(table: pa.Table, groups: KeyGroups, key_names: list[str]) -> pa.Table:
+def merge(table: pa.Table, groups: KeyGroups, ctx: MergeContext) -> pa.Table:
+    key_names = ctx.key_names
     n_groups = len(groups)
     if n_groups == table.num_rows:
         return table

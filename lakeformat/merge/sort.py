@@ -6,6 +6,7 @@ is what every merge engine consumes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,22 +45,39 @@ def _np(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return col.to_numpy(zero_copy_only=False)
 
 
-def sort_for_merge(table: pa.Table, key_names: list[str]) -> pa.Table:
+def sort_for_merge(table: pa.Table, key_names: list[str],
+                   sequence_fields: Sequence[str] = (), sequence_ascending: bool = True
+                   ) -> pa.Table:
     """Sort records of one bucket into merge order.
 
-    Ties on (key, sequence number) are broken retract-before-add, as Paimon's sort-merge
-    readers do. The sort is stable, so equal records keep their input order.
+    Key ascending; then the `sequence.field` columns in their sort order with nulls lowest in
+    both orders (processed first, so they lose); then `_SEQUENCE_NUMBER`; then retract before
+    add, as Paimon's sort-merge readers do. The sort is stable.
     """
     if table.num_rows <= 1:
         return table
-    add_rank = pc.invert(pa.chunked_array([pa.array(is_retract(table[VALUE_KIND]))]))
-    sort_table = pa.table(
-        [table[k] for k in key_names] + [table[SEQUENCE_NUMBER], add_rank],
-        names=[f"k{i}" for i in range(len(key_names))] + ["seq", "add"],
-    )
+    add_rank = pa.array(~is_retract(table[VALUE_KIND]))
+    columns = [table[k] for k in key_names] + [table[f] for f in sequence_fields]
+    names = [f"k{i}" for i in range(len(key_names))] + [
+        f"s{i}" for i in range(len(sequence_fields))]
+    sort_table = pa.table(columns + [table[SEQUENCE_NUMBER], add_rank],
+                          names=names + ["seq", "add"])
+    order = "ascending" if sequence_ascending else "descending"
     keys = [(f"k{i}", "ascending") for i in range(len(key_names))]
-    idx = pc.sort_indices(sort_table, sort_keys=keys + [("seq", "ascending"), ("add", "ascending")])
+    keys += [(f"s{i}", order) for i in range(len(sequence_fields))]
+    idx = _sort_indices_nulls_first(sort_table, keys + [("seq", "ascending"),
+                                                        ("add", "ascending")])
     return table.take(idx)
+
+
+_PER_KEY_NULLS = int(pa.__version__.split(".")[0]) >= 25
+
+
+def _sort_indices_nulls_first(table: pa.Table, keys: list[tuple[str, str]]) -> pa.Array:
+    """Nulls first for every key (pyarrow >= 25 wants the placement per key, older globally)."""
+    if _PER_KEY_NULLS:
+        return pc.sort_indices(table, sort_keys=[(k, o, "at_start") for k, o in keys])
+    return pc.sort_indices(table, sort_keys=keys, null_placement="at_start")
 
 
 def key_groups(table: pa.Table, key_names: list[str]) -> KeyGroups:

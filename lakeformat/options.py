@@ -122,6 +122,19 @@ class CoreOptions:
         return str(self.raw.get("merge-engine", "deduplicate")).lower()
 
     @property
+    def ignore_delete(self) -> bool:
+        """`ignore-delete`, with the engine-specific fallback keys Paimon reads."""
+        for key in ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                    "partial-update.ignore-delete"):
+            if key in self.raw:
+                return self._bool(key, False)
+        return False
+
+    @property
+    def ignore_update_before(self) -> bool:
+        return self._bool("ignore-update-before", False)
+
+    @property
     def stats_mode(self) -> str:
         return str(self.raw.get("metadata.stats-mode", "truncate(16)")).lower()
 

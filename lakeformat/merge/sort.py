@@ -101,3 +101,12 @@ def key_groups(table: pa.Table, key_names: list[str]) -> KeyGroups:
     ends[:-1] = starts[1:] - 1
     ends[-1] = n - 1
     return KeyGroups(starts, ends)
+
+
+def pick_rows(table: pa.Table, rows: np.ndarray, override: np.ndarray, kind: int) -> pa.Table:
+    """Take one row per group; where `override` is set, force `_VALUE_KIND` to `kind`."""
+    out = table.take(pa.array(rows))
+    if override.any():
+        kinds = np.where(override, kind, _np(out[VALUE_KIND])).astype(np.int8)
+        out = out.set_column(out.schema.get_field_index(VALUE_KIND), VALUE_KIND, pa.array(kinds))
+    return out

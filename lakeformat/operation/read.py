@@ -17,6 +17,7 @@ import pyarrow as pa
 from lakeformat.data.kv_file import read_kv_file
 from lakeformat.errors import LakeformatError, UnsupportedError
 from lakeformat.merge import create_merge_function
+from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import is_retract, sort_for_merge
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.meta.snapshot import Snapshot
@@ -49,6 +50,7 @@ class TableRead:
         self.schema_manager = schema_manager
         self.options = CoreOptions(schema.options)
         self.merge = create_merge_function(schema)
+        self.ctx = MergeContext.of(schema)
         self.paths = PathFactory(file_io, table_path, schema)
         self.keys = list(schema.trimmed_primary_keys)
 
@@ -60,6 +62,9 @@ class TableRead:
         if unknown:
             raise LakeformatError(f"unknown columns {unknown}; table columns are {names}")
         needed = set(wanted) | set(self.keys) | filter_columns(filter, names)
+        needed |= set(self.ctx.sequence_fields)
+        if self.ctx.engine in ("partial-update", "aggregation"):
+            needed = set(names)  # sequence groups and remove-on-delete rules span columns
         read_cols = [n for n in names if n in needed]
         out_schema = arrow_schema([self.schema.field(c) for c in wanted], with_id=False)
         scan = FileStoreScan(self.file_io, self.table_path, self.schema)
@@ -84,11 +89,18 @@ class TableRead:
         tables = [self._read_file(split, f, read_cols) for f in split.files]
         if not tables:
             return pa.schema([]).empty_table()
-        if len(tables) == 1:
+        if len(tables) == 1 and self._raw_readable(split.files[0]):
             merged = tables[0]  # a data file holds each key at most once: nothing to merge
         else:
-            merged = self.merge(sort_for_merge(pa.concat_tables(tables), self.keys))
+            merged = self.merge(sort_for_merge(pa.concat_tables(tables), self.keys,
+                                               self.ctx.sequence_fields,
+                                               self.ctx.sequence_ascending))
         return drop_retracts(merged).select(read_cols)
+
+    def _raw_readable(self, meta: DataFileMeta) -> bool:
+        """Java reads a lone file without merging unless it holds retract rows; only the
+        aggregation engine can turn a lone retract into a row, so only it must merge then."""
+        return self.ctx.engine != "aggregation" or meta.delete_row_count == 0
 
     def _read_file(self, split: Split, meta: DataFileMeta, read_cols: list[str]) -> pa.Table:
         file_schema = self.schema_manager.schema(meta.schema_id)

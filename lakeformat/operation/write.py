@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 from lakeformat.data.kv_file import KeyValueFileWriter
 from lakeformat.errors import SchemaMismatchError, UnsupportedError
 from lakeformat.merge import create_merge_function
-from lakeformat.merge.sort import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
+from lakeformat.merge.context import MergeContext
+from lakeformat.merge.sort import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, sort_for_merge
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids
 from lakeformat.meta.snapshot import Snapshot
@@ -56,6 +57,7 @@ class TableWrite:
         self.options = CoreOptions(schema.options)
         self._check_writable()
         self.merge = create_merge_function(schema)
+        self.ctx = MergeContext.of(schema)
         self.paths = PathFactory(file_io, table_path, schema)
         self.keys = list(schema.trimmed_primary_keys)
         self.partition_fields = schema.partition_fields()
@@ -95,6 +97,7 @@ class TableWrite:
         table = conform(data, self.schema)
         if kinds is None:
             kinds = self._row_kinds(table)
+        table, kinds = self._filter_kinds(table, kinds)
         rows = table.append_column(VALUE_KIND, pa.array(kinds.astype(np.int8)))
         num_buckets = self.options.bucket
         bucket_cols = [rows[k] for k in self.schema.bucket_keys]
@@ -152,6 +155,17 @@ class TableWrite:
         order = [("__code", "ascending")] + [(f"k{i}", "ascending") for i in range(len(keys))]
         return pc.sort_indices(table, sort_keys=order).to_numpy()
 
+    def _filter_kinds(self, table: pa.Table, kinds: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+        """`ignore-delete` drops retracts and `ignore-update-before` drops -U before writing."""
+        drop = np.zeros(len(kinds), dtype=bool)
+        if self.options.ignore_delete:
+            drop |= (kinds == UPDATE_BEFORE) | (kinds == DELETE)
+        if self.options.ignore_update_before:
+            drop |= kinds == UPDATE_BEFORE
+        if not drop.any():
+            return table, kinds
+        return table.filter(pa.array(~drop)), kinds[~drop]
+
     def _row_kinds(self, table: pa.Table) -> np.ndarray:
         field = self.options.rowkind_field
         if not field:
@@ -199,6 +213,9 @@ class TableWrite:
         seq = pc.add(rows[_RANK], pa.scalar(unit.max_sequence_number + 1, pa.int64()))
         kv = pa.table([seq, rows[VALUE_KIND]] + [rows[f.name] for f in self.schema.fields],
                       names=[SEQUENCE_NUMBER, VALUE_KIND] + self.schema.field_names)
+        if self.ctx.sequence_fields:  # rows are key-sorted in arrival order; refine the ties
+            kv = sort_for_merge(kv, self.keys, self.ctx.sequence_fields,
+                                self.ctx.sequence_ascending)
         kv = self.merge(kv)
         writer = KeyValueFileWriter(self.file_io,
                                     self.paths.bucket_dir(unit.partition_values, unit.bucket),

@@ -210,9 +210,9 @@ def test_unknown_things_raise_clear_errors(catalog):
     with pytest.raises(lf.InvalidOptionError, match="bucket"):
         make_table(catalog, bucket="four")
     with pytest.raises(lf.UnsupportedError, match="merge-engine"):
-        make_table(catalog, name="db.agg", **{"merge-engine": "aggregation"})
-    with pytest.raises(lf.UnsupportedError, match="sequence.field"):
-        make_table(catalog, name="db.seq", **{"sequence.field": "qty"})
+        make_table(catalog, name="db.agg", **{"merge-engine": "no-such-engine"})
+    with pytest.raises(lf.InvalidOptionError, match="sequence.field"):
+        make_table(catalog, name="db.seq", **{"sequence.field": "no_such_column"})
     assert catalog.list_tables("db") == []
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakeformat.errors import LakeformatError, UnsupportedError
+from lakeformat.errors import InvalidOptionError, LakeformatError, UnsupportedError
 from lakeformat.merge import create_merge_function
 from lakeformat.merge.sort import sort_for_merge
 from lakeformat.schema.table_schema import new_schema
@@ -88,12 +88,35 @@ def test_partial_update_single_retract_is_emitted_unchanged():
     assert out[0]["_VALUE_KIND"] == 3
 
 
-@pytest.mark.parametrize("key,value", [("merge-engine", "aggregation"),
-                                       ("merge-engine", "first-row"),
-                                       ("sequence.field", "b"), ("ignore-delete", "true"),
-                                       ("fields.b.sequence-group", "a"),
-                                       ("fields.b.aggregate-function", "sum"),
-                                       ("deletion-vectors.enabled", "true")])
-def test_unsupported_merge_options_are_named(key, value):
-    with pytest.raises(UnsupportedError, match=key):
-        create_merge_function(schema(**{key: value}))
+@pytest.mark.parametrize("options,error,match", [
+    ({"merge-engine": "no-such-engine"}, UnsupportedError, "merge-engine"),
+    ({"deletion-vectors.enabled": "true"}, UnsupportedError, "deletion-vectors.enabled"),
+    ({"sequence.field": "zzz"}, InvalidOptionError, "zzz"),
+    ({"sequence.field": "b", "merge-engine": "first-row"}, InvalidOptionError, "first-row"),
+    ({"sequence.field": "b,b"}, InvalidOptionError, "twice"),
+    ({"sequence.field.sort-order": "sideways"}, InvalidOptionError, "sort-order"),
+    ({"ignore-delete": "maybe"}, InvalidOptionError, "ignore-delete"),
+])
+def test_invalid_merge_options_are_named(options, error, match):
+    with pytest.raises(error, match=match):
+        create_merge_function(schema(**options))
+
+
+def test_deduplicate_ignore_delete_keeps_last_add():
+    merge = create_merge_function(schema(**{"deduplicate.ignore-delete": "true"}))
+    out = merge(sort_for_merge(kv([(1, 0, 0, "x", 1), (1, 1, 0, "y", 2), (1, 2, 3, None, None),
+                                   (2, 0, 3, None, None), (2, 1, 1, None, None)]), ["k"]))
+    rows = {r["k"]: (r["_VALUE_KIND"], r["a"]) for r in out.to_pylist()}
+    assert rows[1] == (0, "y") and rows[2][0] == 3  # key 2 has only retracts: gone
+
+
+def test_first_row_keeps_first_add_and_refuses_retracts():
+    merge = create_merge_function(schema(**{"merge-engine": "first-row"}))
+    out = merge(sort_for_merge(kv([(1, 5, 0, "late", 1), (1, 2, 0, "early", 2)]), ["k"]))
+    assert out.to_pylist()[0]["a"] == "early"
+    with pytest.raises(LakeformatError, match="ignore-delete"):
+        merge(sort_for_merge(kv([(1, 0, 0, "x", 1), (1, 1, 3, "x", 1)]), ["k"]))
+    ignoring = create_merge_function(schema(**{"merge-engine": "first-row",
+                                               "ignore-delete": "true"}))
+    out = ignoring(sort_for_merge(kv([(1, 0, 3, "x", 1), (1, 1, 0, "y", 1)]), ["k"]))
+    assert out.to_pylist()[0]["a"] == "y"

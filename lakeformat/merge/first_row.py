@@ -1,0 +1,31 @@
+"""`merge-engine=first-row`: the first add record of a key wins; retracts are refused or ignored."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lakeformat.errors import LakeformatError
+from lakeformat.merge.context import MergeContext
+from lakeformat.merge.sort import DELETE, VALUE_KIND, KeyGroups, is_retract, pick_rows
+
+_REFUSED = ("first-row merge engine cannot accept DELETE/UPDATE_BEFORE records by default; set "
+            "'ignore-delete' = 'true' to ignore them")
+
+
+def merge(table: pa.Table, groups: KeyGroups, ctx: MergeContext) -> pa.Table:
+    if len(groups) == table.num_rows:
+        return table
+    retract = is_retract(table[VALUE_KIND])
+    lone = groups.sizes == 1
+    if retract.any() and not ctx.options.ignore_delete:
+        in_merged = np.repeat(~lone, groups.sizes)
+        if (retract & in_merged).any():
+            raise LakeformatError(_REFUSED)
+    n = table.num_rows
+    # first add position at or after each group start: reverse running minimum
+    add_pos = np.where(retract, n, np.arange(n))
+    first_add = np.minimum.accumulate(add_pos[::-1])[::-1][groups.starts]
+    gone = ~lone & (first_add > groups.ends)
+    chosen = np.where(lone, groups.starts, np.where(gone, groups.ends, first_add))
+    return pick_rows(table, chosen, gone, DELETE)

@@ -18,9 +18,9 @@ across batches. The Arrow tables are built once and fed to every peer:
 Every peer runs `--repeat` times (default 3), each time into a fresh warehouse, and keeps its
 best write and best read: the machine may be shared. Rates are rows written / seconds for
 writes and input rows (all rows of all batches) / seconds for reads, so a scaled-down peer is
-compared per row. Ratios are lakeformat's rate
-over the peer's (> 1: lakeformat is faster). `--profile` adds cProfile summaries of one
-lakeformat commit and one read, run serially so that worker threads' work is visible.
+compared per row. Ratios are lakeformat's rate over the peer's (> 1: lakeformat is faster).
+`--profile` adds cProfile summaries of one lakeformat commit and one read, run serially so
+that the worker threads' work is visible.
 """
 
 from __future__ import annotations
@@ -376,7 +376,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "(default: .venv-interop/bin/python of the repo, if built)")
     p.add_argument("--pypaimon-rows", type=int, default=200_000,
                    help="rows per commit for pure-Python pypaimon (0: all); it writes at "
-                        "~20-30k rows/s")
+                        "~20-45k rows/s on 2 cores")
     p.add_argument("--skip-pypaimon", action="store_true",
                    help="skip both pypaimon peers")
     p.add_argument("--pypaimon-rust-python", default=None,

@@ -13,7 +13,14 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from lakeformat.merge.context import MergeContext
-from lakeformat.merge.sort import key_groups, sort_for_merge
+from lakeformat.merge.sort import (
+    DELETE,
+    VALUE_KIND,
+    key_groups,
+    merge_permutation,
+    pick_rows,
+    sort_for_merge,
+)
 from lakeformat.merge.validation import engine_module, validate
 from lakeformat.schema.table_schema import TableSchema
 
@@ -36,6 +43,33 @@ def create_merge_function(schema: TableSchema) -> MergeFn:
     return run
 
 
+def create_unsorted_merge(schema: TableSchema) -> MergeFn:
+    """Like `create_merge_function`, for records in any order.
+
+    Engines that only pick a row per key (`select`: deduplicate, first-row) sort the key
+    columns alone and gather just the winning rows, instead of reordering every column.
+    """
+    ctx = validate(schema)
+    module = engine_module(ctx.engine)
+    select = getattr(module, "select", None)
+    merge = module.merge
+
+    def run(table: pa.Table) -> pa.Table:
+        if table.num_rows <= 1:
+            return table
+        perm = merge_permutation(table, ctx.key_names, ctx.sequence_fields,
+                                 ctx.sequence_ascending)
+        if select is None:
+            ordered = table.take(perm)
+            return merge(ordered, key_groups(ordered, ctx.key_names), ctx)
+        keys = table.select(ctx.key_names + [VALUE_KIND]).take(perm)
+        groups = key_groups(keys, ctx.key_names)
+        rows, override = select(keys[VALUE_KIND].to_numpy(), groups, ctx)
+        return pick_rows(table, perm.to_numpy()[rows], override, DELETE)
+
+    return run
+
+
 def sort_records(table: pa.Table, schema: TableSchema) -> pa.Table:
     """Put records of one bucket into the merge order of `schema`'s options."""
     ctx = MergeContext.of(schema)
@@ -44,4 +78,4 @@ def sort_records(table: pa.Table, schema: TableSchema) -> pa.Table:
 
 def merge_records(table: pa.Table, schema: TableSchema) -> pa.Table:
     """Sort and merge records of one bucket; result kinds included (callers drop retracts)."""
-    return create_merge_function(schema)(sort_records(table, schema))
+    return create_unsorted_merge(schema)(table)

@@ -13,19 +13,25 @@ _REFUSED = ("first-row merge engine cannot accept DELETE/UPDATE_BEFORE records b
             "'ignore-delete' = 'true' to ignore them")
 
 
-def merge(table: pa.Table, groups: KeyGroups, ctx: MergeContext) -> pa.Table:
-    if len(groups) == table.num_rows:
-        return table
-    retract = is_retract(table[VALUE_KIND])
+def select(kinds: np.ndarray, groups: KeyGroups, ctx: MergeContext) -> tuple[np.ndarray,
+                                                                             np.ndarray]:
+    """First add row per key group (positions in merge order), and which results are DELETE."""
+    retract = is_retract(kinds)
     lone = groups.sizes == 1
     if retract.any() and not ctx.options.ignore_delete:
         in_merged = np.repeat(~lone, groups.sizes)
         if (retract & in_merged).any():
             raise LakeformatError(_REFUSED)
-    n = table.num_rows
+    n = len(kinds)
     # first add position at or after each group start: reverse running minimum
     add_pos = np.where(retract, n, np.arange(n))
     first_add = np.minimum.accumulate(add_pos[::-1])[::-1][groups.starts]
     gone = ~lone & (first_add > groups.ends)
-    chosen = np.where(lone, groups.starts, np.where(gone, groups.ends, first_add))
-    return pick_rows(table, chosen, gone, DELETE)
+    return np.where(lone, groups.starts, np.where(gone, groups.ends, first_add)), gone
+
+
+def merge(table: pa.Table, groups: KeyGroups, ctx: MergeContext) -> pa.Table:
+    if len(groups) == table.num_rows:
+        return table
+    rows, gone = select(table[VALUE_KIND].to_numpy(), groups, ctx)
+    return pick_rows(table, rows, gone, DELETE)

@@ -48,14 +48,19 @@ def _np(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
 def sort_for_merge(table: pa.Table, key_names: list[str],
                    sequence_fields: Sequence[str] = (), sequence_ascending: bool = True
                    ) -> pa.Table:
-    """Sort records of one bucket into merge order.
-
-    Key ascending; then the `sequence.field` columns in their sort order with nulls lowest in
-    both orders (processed first, so they lose); then `_SEQUENCE_NUMBER`; then retract before
-    add, as Paimon's sort-merge readers do. The sort is stable.
-    """
+    """Sort records of one bucket into merge order (see `merge_permutation`)."""
     if table.num_rows <= 1:
         return table
+    return table.take(merge_permutation(table, key_names, sequence_fields, sequence_ascending))
+
+
+def merge_permutation(table: pa.Table, key_names: list[str],
+                      sequence_fields: Sequence[str] = (), sequence_ascending: bool = True
+                      ) -> pa.Array:
+    """Row order for merging: key ascending; then the `sequence.field` columns in their sort
+    order with nulls lowest in both orders (processed first, so they lose); then
+    `_SEQUENCE_NUMBER`; then retract before add, as Paimon's sort-merge readers do. Stable.
+    """
     add_rank = pa.array(~is_retract(table[VALUE_KIND]))
     columns = [table[k] for k in key_names] + [table[f] for f in sequence_fields]
     names = [f"k{i}" for i in range(len(key_names))] + [
@@ -65,9 +70,8 @@ def sort_for_merge(table: pa.Table, key_names: list[str],
     order = "ascending" if sequence_ascending else "descending"
     keys = [(f"k{i}", "ascending") for i in range(len(key_names))]
     keys += [(f"s{i}", order) for i in range(len(sequence_fields))]
-    idx = _sort_indices_nulls_first(sort_table, keys + [("seq", "ascending"),
-                                                        ("add", "ascending")])
-    return table.take(idx)
+    return _sort_indices_nulls_first(sort_table, keys + [("seq", "ascending"),
+                                                         ("add", "ascending")])
 
 
 _PER_KEY_NULLS = int(pa.__version__.split(".")[0]) >= 25

@@ -16,9 +16,9 @@ import pyarrow as pa
 
 from lakeformat.data.kv_file import read_kv_file
 from lakeformat.errors import LakeformatError, UnsupportedError
-from lakeformat.merge import create_merge_function
+from lakeformat.merge import create_unsorted_merge
 from lakeformat.merge.context import MergeContext
-from lakeformat.merge.sort import is_retract, sort_for_merge
+from lakeformat.merge.sort import is_retract
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.paths import PathFactory
@@ -49,7 +49,7 @@ class TableRead:
         self.schema = schema
         self.schema_manager = schema_manager
         self.options = CoreOptions(schema.options)
-        self.merge = create_merge_function(schema)
+        self.merge = create_unsorted_merge(schema)
         self.ctx = MergeContext.of(schema)
         self.paths = PathFactory(file_io, table_path, schema)
         self.keys = list(schema.trimmed_primary_keys)
@@ -92,9 +92,7 @@ class TableRead:
         if len(tables) == 1 and self._raw_readable(split.files[0]):
             merged = tables[0]  # a data file holds each key at most once: nothing to merge
         else:
-            merged = self.merge(sort_for_merge(pa.concat_tables(tables), self.keys,
-                                               self.ctx.sequence_fields,
-                                               self.ctx.sequence_ascending))
+            merged = self.merge(pa.concat_tables(tables))
         return drop_retracts(merged).select(read_cols)
 
     def _raw_readable(self, meta: DataFileMeta) -> bool:

@@ -45,7 +45,8 @@ class WriteUnit:
     partition_values: tuple
     bucket: int
     total_buckets: int
-    rows: pa.Table  # value columns + _VALUE_KIND + arrival rank, sorted by key (stable)
+    source: pa.Table  # the whole batch: value columns + _VALUE_KIND + arrival rank
+    indices: np.ndarray  # this unit's rows of `source`, in key order (ties: arrival order)
     max_sequence_number: int
 
 
@@ -116,7 +117,7 @@ class TableWrite:
         rank[order] = np.arange(len(order), dtype=np.int64) - group_start
         # One stable sort by (partition, bucket, key): every unit is a key-sorted slice.
         perm = self._sort_permutation(combined, rows)
-        rows = rows.append_column(_RANK, pa.array(rank)).take(pa.array(perm))
+        rows = rows.append_column(_RANK, pa.array(rank))
         codes = combined[perm]
         bounds = np.concatenate([[0], np.flatnonzero(np.diff(codes)) + 1, [len(codes)]])
         state = self._bucket_state(latest)
@@ -136,7 +137,7 @@ class TableWrite:
                     f" has {part_total} buckets but the table option says {num_buckets}; "
                     "rescaling needs an overwrite of that partition")
             units.append(WriteUnit(partition, values, bucket, num_buckets,
-                                   rows.slice(int(lo), int(hi - lo)), max_seq))
+                                   rows, perm[lo:hi], max_seq))
         return units
 
     def _sort_permutation(self, combined: np.ndarray, rows: pa.Table) -> np.ndarray:
@@ -209,7 +210,7 @@ class TableWrite:
     # -- execute -------------------------------------------------------------------------------
     def execute(self, unit: WriteUnit) -> CommitMessage:
         """Pure function of a unit: write its files, return what to commit."""
-        rows = unit.rows
+        rows = unit.source.take(pa.array(unit.indices))  # gathered here, in the worker
         seq = pc.add(rows[_RANK], pa.scalar(unit.max_sequence_number + 1, pa.int64()))
         kv = pa.table([seq, rows[VALUE_KIND]] + [rows[f.name] for f in self.schema.fields],
                       names=[SEQUENCE_NUMBER, VALUE_KIND] + self.schema.field_names)

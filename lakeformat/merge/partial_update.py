@@ -1,8 +1,23 @@
-"""`merge-engine=partial-update` without sequence groups: the last non-null value per column.
+"""`merge-engine=partial-update`, every option, as whole-column operations.
 
-Paimon's reducer rule applies: a key with a single record is emitted unchanged; only keys with
-two or more records are merged (result kind INSERT, sequence number of the last record).
-Retract records are refused, as Paimon refuses them unless a delete option is set.
+Paimon folds a key's records one at a time into a row that starts all null. This module gets
+the same row from cumulative maxima instead:
+
+* A column outside every sequence group ends with the value of the last *event* for it: an add
+  record carrying a non-null value, or a record that replaces the whole row (the first record
+  of a key when it is a retract, a -D under `partial-update.remove-record-on-delete`, a -D that
+  wins a group listed in `partial-update.remove-record-on-sequence-group`).
+* A sequence group stores the ordering value of the last record that won it, and a record wins
+  when its ordering value is >= the stored one. The stored value is therefore a running maximum
+  (ties go to the later record) that restarts at every whole-row replacement, so "wins" is one
+  comparison against a segmented prefix maximum. The group's plain columns then come from its
+  last winner (null if that winner is a retract); its aggregated columns fold every record with
+  the op the record plays for the group (agg, aggReversed, retract, reset).
+* Whether a -D replaces the row depends on the state before it, which depends on the earlier
+  replacements. Those are found in rounds: each round confirms at least the next replacement of
+  every key, so the number of rounds is bounded by the replacements per key, not by rows.
+
+Paimon's reducer rule holds: a key with a single record is returned unchanged.
 """
 
 from __future__ import annotations
@@ -13,44 +28,350 @@ import pyarrow.compute as pc
 
 from lakeformat.errors import LakeformatError
 from lakeformat.merge.context import MergeContext
-from lakeformat.merge.sort import INSERT, KeyGroups, is_retract
-from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND
+from lakeformat.merge.sequence_group import PartialUpdateConfig, SequenceGroup, ordering_codes
+from lakeformat.merge.sort import DELETE, INSERT, UPDATE_BEFORE, KeyGroups
+from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+
+REFUSE_RETRACT = "\n".join([
+    "By default, Partial update can not accept delete records, you can choose one of the "
+    "following solutions:",
+    "1. Configure 'ignore-delete' to ignore delete records.",
+    "2. Configure 'partial-update.remove-record-on-delete' to remove the whole row when "
+    "receiving delete records.",
+    "3. Configure 'sequence-group's to retract partial columns. Also configure "
+    "'partial-update.remove-record-on-sequence-group' to remove the whole row when receiving "
+    "deleted records of `specified sequence group`.",
+])
+
+# ops of FieldAggregator.reduce
+_SKIP, _AGG, _AGG_REVERSED, _RETRACT, _RESET = 0, 1, 2, 3, 4
+
+
+def validate(schema: TableSchema) -> None:
+    """Every check Paimon's partial-update factory makes; raises naming the option key."""
+    PartialUpdateConfig.of(schema)
 
 
 def merge(table: pa.Table, groups: KeyGroups, ctx: MergeContext) -> pa.Table:
-    key_names = ctx.key_names
-    n_groups = len(groups)
-    if n_groups == table.num_rows:
+    if len(groups) == table.num_rows:
         return table
-    sizes = groups.sizes
-    multi = sizes > 1
-    retract = is_retract(table[VALUE_KIND])
-    if retract.any():
-        group_of_row = np.repeat(np.arange(n_groups), sizes)
-        if multi[group_of_row[retract]].any():
-            raise LakeformatError(
-                "partial-update received a retract record (-U/-D) for a key with other records;"
-                " Paimon refuses deletes for partial-update unless 'ignore-delete' or "
-                "'partial-update.remove-record-on-delete' is set (not supported yet)")
-    ends = groups.ends
-    columns = []
-    for name in table.column_names:
-        col = table[name]
-        if name == VALUE_KIND:
-            kinds = col.take(pa.array(ends)).to_numpy()
-            columns.append(pa.array(np.where(multi, INSERT, kinds).astype(np.int8)))
-        elif name in key_names or name == SEQUENCE_NUMBER or col.null_count == 0:
-            columns.append(col.take(pa.array(ends)))
+    return _Merge(table, groups, ctx, PartialUpdateConfig.of(ctx.schema)).run()
+
+
+def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return np.asarray(_arr(col).to_numpy(zero_copy_only=False))
+
+
+def _arr(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col
+
+
+def _valid(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    if col.null_count == 0:
+        return np.ones(len(col), dtype=bool)
+    return np.asarray(_arr(pc.is_valid(col)).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+class _Merge:
+    """One call of the engine: per-row flags shared by every column, then column by column."""
+
+    def __init__(self, table: pa.Table, groups: KeyGroups, ctx: MergeContext,
+                 cfg: PartialUpdateConfig):
+        self.table, self.ctx, self.cfg = table, ctx, cfg
+        n = self.n = table.num_rows
+        self.starts, self.ends = groups.starts, groups.ends
+        sizes = groups.sizes
+        self.n_keys = len(groups)
+        self.lone = sizes == 1
+        self.rows = np.arange(n, dtype=np.int64)
+        self.key_of_row = np.repeat(np.arange(self.n_keys, dtype=np.int64), sizes)
+        self.merged = np.repeat(~self.lone, sizes)  # rows of keys with 2+ records
+        kinds = _np(table[VALUE_KIND])
+        retract = (kinds == UPDATE_BEFORE) | (kinds == DELETE)
+        self.kinds = kinds
+        self.add = ~retract & self.merged
+        self.retract = retract & self.merged
+        self.delete = (kinds == DELETE) & self.merged
+        self.is_start = np.zeros(n, dtype=bool)
+        self.is_start[self.starts] = True
+        # the first record of a key, when a retract, becomes the row before anything else
+        self.init = self.is_start & self.retract
+        self.processed = self.add | (self.retract & (not cfg.ignore_delete))
+        self.reset = np.zeros(n, dtype=bool)  # records that replace the whole row
+
+    # -- helpers -------------------------------------------------------------------------------
+    def last(self, event: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per key: the position of its last row with `event` set, and whether there is one."""
+        if event.all():
+            return self.ends, np.ones(self.n_keys, dtype=bool)
+        pos = np.maximum.accumulate(np.where(event, self.rows, -1))[self.ends]
+        return pos, pos >= self.starts
+
+    def at_least_stored(self, values: np.ndarray) -> np.ndarray:
+        """`at_least_stored` over the whole batch with the replacements found so far."""
+        if self.reset.any():
+            return at_least_stored(values, self.is_start, self.reset)
+        return at_least_stored(values, self.is_start, self.reset, self.key_of_row)
+
+    # -- the merge -----------------------------------------------------------------------------
+    def run(self) -> pa.Table:
+        cfg = self.cfg
+        if not cfg.groups and not cfg.ignore_delete and not cfg.remove_on_delete \
+                and self.retract.any():
+            raise LakeformatError(REFUSE_RETRACT)
+        names = self.table.column_names
+        index_of = {name: i for i, name in enumerate(cfg.names)}
+        if cfg.groups:
+            group_values = self._sequence_groups()
         else:
-            columns.append(_last_non_null(col, groups))
-    return pa.table(columns, schema=table.schema)
+            if cfg.remove_on_delete:
+                self.reset = self.delete.copy()
+            group_values = {}
+            self._check_not_null_adds()
+        self._check_not_null_replacements()
+
+        out_cols: dict[str, pa.Array] = {}
+        shared: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for name in names:
+            if name in (SEQUENCE_NUMBER, VALUE_KIND):
+                continue
+            i = index_of.get(name)
+            if i is not None and i in group_values:
+                out_cols[name] = group_values[i]
+            elif name in self.ctx.key_names:
+                out_cols[name] = self.table[name].take(pa.array(self.ends))
+            else:
+                out_cols[name] = self._outside_groups(self.table[name], shared)
+        out_cols[SEQUENCE_NUMBER], out_cols[VALUE_KIND] = self._sequence_and_kind()
+        return pa.table([out_cols[n] for n in names], schema=self.table.schema)
+
+    def _sequence_and_kind(self) -> tuple[pa.Array, pa.Array]:
+        seq = _np(self.table[SEQUENCE_NUMBER]).astype(np.int64)
+        pos, found = self.last(self.processed)
+        merged_seq = np.where(found, seq[np.where(found, pos, 0)], 0)
+        _, has_add = self.last(self.add)
+        deleted = self.reset[self.ends] | ~has_add
+        kind = np.where(deleted, DELETE, INSERT)
+        seq_out = np.where(self.lone, seq[self.starts], merged_seq)
+        kind_out = np.where(self.lone, self.kinds[self.starts], kind).astype(np.int8)
+        return pa.array(seq_out, pa.int64()), pa.array(kind_out, pa.int8())
+
+    def _take(self, col: pa.ChunkedArray, pos: np.ndarray, null: np.ndarray) -> pa.Array:
+        """Per key: the value at `pos` (null where `null`); lone keys keep their record."""
+        idx = np.where(self.lone, self.starts, pos)
+        mask = null & ~self.lone
+        if mask.any():
+            return _arr(col.take(pa.array(np.where(mask, 0, idx), mask=mask)))
+        return _arr(col.take(pa.array(idx)))
+
+    def _outside_groups(self, col: pa.ChunkedArray,
+                        shared: dict[str, tuple[np.ndarray, np.ndarray]]) -> pa.Array:
+        """Non-null values of add records overwrite; whole-row replacements set the value."""
+        base = self.reset | self.init
+        if col.null_count == 0:
+            if "all" not in shared:
+                shared["all"] = self.last(self.add | base)
+            pos, found = shared["all"]
+        else:
+            pos, found = self.last((self.add & _valid(col)) | base)
+        return self._take(col, pos, ~found)
+
+    # -- sequence groups ------------------------------------------------------------------------
+    def _sequence_groups(self) -> dict[int, pa.Array]:
+        cfg, table = self.cfg, self.table
+        codes: dict[str, np.ndarray] = {}
+        counted: dict[str, np.ndarray] = {}
+        # the stored ordering value moves with processed records and with the initial row
+        counts = self.processed | self.init
+        every_row_counts = bool(counts.all())
+        for g in cfg.groups:
+            c = ordering_codes([table[cfg.names[i]] for i in g.ordering])
+            if not every_row_counts:
+                c[~self.merged] = 0
+            codes[g.option] = c
+            counted[g.option] = c if every_row_counts else np.where(counts, c, 0)
+
+        removing = [g for g in cfg.groups if g.removes_row]
+        if removing:
+            self._find_replacements(removing, codes, counted)
+        wins: dict[str, np.ndarray] = {}
+        winning_at: dict[str, np.ndarray] = {}  # incoming >= stored (replacing rows included)
+        for g in cfg.groups:
+            # counted == codes on every processed row, the only rows where this is used
+            at_least = self.at_least_stored(counted[g.option])
+            winning_at[g.option] = at_least
+            wins[g.option] = at_least & self.processed & ~self.reset
+        self._check_retracts(codes, winning_at)
+
+        out: dict[int, pa.Array] = {}
+        replaced = self.reset | self.init
+        for g in cfg.groups:
+            win = wins[g.option]
+            pos, found = self.last(win | replaced)
+            retract_won = (win & self.retract)[np.where(found, pos, 0)]
+            for i in g.ordering:
+                out[i] = self._take(table[cfg.names[i]], pos, ~found)
+            for i in g.protected:
+                col = table[cfg.names[i]]
+                if i in cfg.aggs:
+                    out[i] = self._aggregate(col, i, g, codes[g.option] > 0, win)
+                else:
+                    out[i] = self._take(col, pos, ~found | retract_won)
+        return out
+
+    def _find_replacements(self, removing: list[SequenceGroup], codes: dict[str, np.ndarray],
+                           counted: dict[str, np.ndarray]) -> None:
+        """-D records that win a group listed in remove-record-on-sequence-group replace the
+        row. Each round judges every candidate against the replacements confirmed so far: a
+        confirmed one stays confirmed (a later segment start only lowers the maximum it is
+        judged against) and the first unconfirmed replacement of each key gets confirmed, so
+        the rounds are bounded by the replacements of a key. Keys are independent: a key
+        whose replacements did not change in a round is settled and leaves the rounds."""
+        candidate = self.delete & self.processed
+        candidate &= np.logical_or.reduce([codes[g.option] > 0 for g in removing])
+        if not candidate.any():
+            return
+        has_candidate = np.zeros(self.n_keys, dtype=bool)
+        has_candidate[self.key_of_row[candidate]] = True
+        keys = np.flatnonzero(has_candidate)
+        rows = _rows_of(keys, self.starts, self.ends)
+        reset = np.zeros(self.n, dtype=bool)
+        while len(rows):
+            key_start = self.is_start[rows]
+            cand = candidate[rows]
+            now = reset[rows]
+            fires = np.zeros(len(rows), dtype=bool)
+            for g in removing:
+                fires |= cand & at_least_stored(counted[g.option][rows], key_start, now)
+            reset[rows] = fires
+            changed = fires != now
+            if not changed.any():
+                break
+            seg_key = np.cumsum(key_start) - 1
+            moving = np.zeros(int(seg_key[-1]) + 1, dtype=bool)
+            moving[seg_key[changed]] = True
+            rows = rows[moving[seg_key]]
+        self.reset = reset
+
+    def _aggregate(self, col: pa.ChunkedArray, i: int, g: SequenceGroup, present: np.ndarray,
+                   win: np.ndarray) -> pa.Array:
+        agg = self.cfg.aggs[i]
+        ops = np.zeros(self.n, dtype=np.int8)
+        live = self.processed & present & ~self.reset
+        ops[live & self.add & win] = _AGG
+        ops[live & self.add & ~win] = _AGG_REVERSED
+        if not agg.ignore_retract:
+            ops[live & self.retract] = _RETRACT
+        ops[self.reset] = _RESET
+        init_mask = self.init[self.starts]
+        values = _arr(col)
+        init = values.take(pa.array(self.starts)) if init_mask.any() else None
+        result = agg.aggregator.reduce(values, self.starts, self.ends, ops, init,
+                                       init_mask if init is not None else None)
+        result = _arr(result)
+        if not self.lone.any():
+            return result
+        both = pa.concat_arrays([result, values.take(pa.array(self.starts))])
+        pick = np.where(self.lone, self.n_keys + np.arange(self.n_keys), np.arange(self.n_keys))
+        return both.take(pa.array(pick))
+
+    # -- errors ---------------------------------------------------------------------------------
+    def _check_retracts(self, codes: dict[str, np.ndarray],
+                        winning_at: dict[str, np.ndarray]) -> None:
+        """A retract reaching an aggregate function that cannot retract fails, as in Paimon —
+        also on a -D that then replaces the row, for the fields Paimon walks before the group
+        that removes it."""
+        cfg = self.cfg
+        stop = np.full(self.n, len(cfg.names), dtype=np.int64)
+        if self.reset.any():
+            for g in cfg.groups:
+                if g.removes_row:
+                    fired = self.reset & winning_at[g.option]
+                    stop = np.where(fired, np.minimum(stop, g.first_ordering), stop)
+        group_of = cfg.group_of
+        for i, agg in cfg.aggs.items():
+            if agg.ignore_retract or getattr(agg.aggregator, "supports_retract", True):
+                continue
+            g = group_of[i]
+            hit = self.processed & self.retract & (codes[g.option] > 0)
+            hit &= ~self.reset | (stop > i)
+            if hit.any():
+                raise LakeformatError(
+                    f"Aggregate function '{agg.function}' of column '{cfg.names[i]}' does not "
+                    "support retraction; set 'fields."
+                    f"{cfg.names[i]}.ignore-retract'='true' to ignore retract messages")
+
+    def _check_not_null_adds(self) -> None:
+        for name, nullable in zip(self.cfg.names, self.cfg.nullable):
+            if nullable or name not in self.table.column_names:
+                continue
+            col = self.table[name]
+            if col.null_count and (self.add & ~_valid(col)).any():
+                raise LakeformatError(
+                    f"partial-update: column '{name}' is NOT NULL but a record of a merged key "
+                    "has null in it")
+
+    def _check_not_null_replacements(self) -> None:
+        rows = self.reset | self.init
+        if not rows.any():
+            return
+        for name, nullable in zip(self.cfg.names, self.cfg.nullable):
+            if nullable or name not in self.table.column_names:
+                continue
+            col = self.table[name]
+            if col.null_count and (rows & ~_valid(col)).any():
+                raise LakeformatError(
+                    f"partial-update: column '{name}' is NOT NULL but a retract record that "
+                    "becomes the merged row has null in it")
 
 
-def _last_non_null(col: pa.ChunkedArray | pa.Array, groups: KeyGroups) -> pa.Array:
-    """For each group, the value of its last row whose value is not null (null if none)."""
-    valid = np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
-    pos = np.where(valid, np.arange(len(valid), dtype=np.int64), -1)
-    last_valid = np.maximum.accumulate(pos)[groups.ends]
-    found = last_valid >= groups.starts
-    take_idx = pa.array(np.where(found, last_valid, 0), mask=~found)
-    return col.take(take_idx)
+def _rows_of(keys: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Row positions of the given key groups, in order."""
+    lengths = ends[keys] - starts[keys] + 1
+    offsets = np.repeat(starts[keys] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return np.arange(int(lengths.sum()), dtype=np.int64) + offsets
+
+
+def at_least_stored(values: np.ndarray, key_start: np.ndarray, reset: np.ndarray,
+                    segment: np.ndarray | None = None) -> np.ndarray:
+    """Rows whose code (>= 1; 0 = empty) is >= the maximum of `values` over the earlier rows
+    of their segment (0 if none): the rows that win a sequence group.
+
+    Segments start at key starts and at whole-row replacements (`reset`); a replacing row is
+    itself judged against the segment before it. A row is >= everything before it exactly
+    when it equals the running maximum including itself, so one cumulative maximum over
+    `code + segment * big` answers every row. `segment` may pass precomputed segment ids."""
+    seg = np.cumsum(key_start | reset, dtype=np.int64) - 1 if segment is None else segment
+    values = _fit(values, key_start, int(seg[-1]) + 1)
+    big = int(values.max()) + 1
+    shifted = seg * big
+    shifted += values
+    running = np.maximum.accumulate(shifted)
+    out = running == shifted
+    out &= values > 0
+    back = np.flatnonzero(reset & ~key_start)
+    if len(back):
+        before = running[back - 1] - (seg[back] - 1) * big
+        out[back] = (values[back] > 0) & (values[back] >= before)
+    return out
+
+
+def _fit(values: np.ndarray, key_start: np.ndarray, n_segments: int) -> np.ndarray:
+    """Shrink codes so that code * segment count fits int64 (only the order within a key
+    matters: shift by the key's minimum, else rank)."""
+    limit = (1 << 62) // max(n_segments, 1)
+    if int(values.max()) < limit:
+        return values
+    present = values > 0
+    starts = np.flatnonzero(key_start)
+    key_of_row = np.cumsum(key_start) - 1
+    lowest = np.where(present, values, np.iinfo(np.int64).max)
+    key_min = np.minimum.reduceat(lowest, starts)[key_of_row]
+    shifted = np.where(present, values - key_min + 1, 0)
+    if int(shifted.max()) < limit:
+        return shifted
+    out = np.zeros_like(values)
+    out[present] = np.unique(values[present], return_inverse=True)[1].ravel() + 1
+    return out

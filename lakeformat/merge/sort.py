@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeformat.merge.sequence_group import ordering_codes
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND
 
 # RowKind bytes [paimon-format.md §5.2]
@@ -62,16 +63,27 @@ def merge_permutation(table: pa.Table, key_names: list[str],
     `_SEQUENCE_NUMBER`; then retract before add, as Paimon's sort-merge readers do. Stable.
     """
     add_rank = pa.array(~is_retract(table[VALUE_KIND]))
-    columns = [table[k] for k in key_names] + [table[f] for f in sequence_fields]
+    columns = [table[k] for k in key_names] + [
+        pa.array(_sequence_rank(table[f], sequence_ascending)) for f in sequence_fields]
     names = [f"k{i}" for i in range(len(key_names))] + [
         f"s{i}" for i in range(len(sequence_fields))]
     sort_table = pa.table(columns + [table[SEQUENCE_NUMBER], add_rank],
                           names=names + ["seq", "add"])
-    order = "ascending" if sequence_ascending else "descending"
-    keys = [(f"k{i}", "ascending") for i in range(len(key_names))]
-    keys += [(f"s{i}", order) for i in range(len(sequence_fields))]
+    keys = [(n, "ascending") for n in names]
     return _sort_indices_nulls_first(sort_table, keys + [("seq", "ascending"),
                                                          ("add", "ascending")])
+
+
+def _sequence_rank(column: pa.ChunkedArray, ascending: bool) -> np.ndarray:
+    """Ascending int64 ranks of a `sequence.field` column in Paimon's comparator order.
+
+    Nulls rank lowest in both sort orders (they are processed first and lose), floats order
+    like Java's Double.compare (-0.0 < 0.0, NaN largest), strings by unsigned bytes.
+    """
+    codes = ordering_codes([column])  # 0 = null
+    if ascending:
+        return codes
+    return np.where(codes == 0, 0, int(codes.max(initial=0)) + 1 - codes)
 
 
 _PER_KEY_NULLS = int(pa.__version__.split(".")[0]) >= 25

@@ -47,6 +47,7 @@ def validate(schema: TableSchema) -> MergeContext:
         raise InvalidOptionError(f"option 'sequence.field.sort-order' must be ascending or "
                                  f"descending, got {opts.get('sequence.field.sort-order')!r}")
     names = schema.field_names
+    _check_fields_options(schema)
     seen: set[str] = set()
     for f in ctx.sequence_fields:
         if f not in names:
@@ -78,3 +79,22 @@ def validate(schema: TableSchema) -> MergeContext:
         check(schema)
     return ctx
 
+
+
+def _check_fields_options(schema: TableSchema) -> None:
+    """Every `fields.<a>[,<b>].<option>` key must name columns of the table (as Java checks);
+    a dot path into a ROW column's members is refused rather than silently ignored."""
+    names = set(schema.field_names)
+    for key in schema.options:
+        if not key.startswith("fields."):
+            continue
+        segments = key.split(".")
+        listed = segments[1].split(",") if len(segments) > 1 else [""]
+        for name in listed:
+            if name != "default-aggregate-function" and name not in names:
+                raise InvalidOptionError(f"Field {name} can not be found in table schema "
+                                         f"{schema.field_names} (table option {key})")
+        if (len(segments) > 3 and len(listed) == 1 and listed[0] in names
+                and schema.field(listed[0]).type.root == "ROW"):
+            raise InvalidOptionError(f"table option {key}: paths into ROW column "
+                                     f"{listed[0]!r} are not supported")

@@ -96,9 +96,9 @@ class TableRead:
         return drop_retracts(merged).select(read_cols)
 
     def _raw_readable(self, meta: DataFileMeta) -> bool:
-        """Java reads a lone file without merging unless it holds retract rows; only the
-        aggregation engine can turn a lone retract into a row, so only it must merge then."""
-        return self.ctx.engine != "aggregation" or meta.delete_row_count == 0
+        """A lone file holds each key once, so only aggregation (which runs its functions
+        even on a lone record) needs to merge it; retract rows are dropped either way."""
+        return self.ctx.engine != "aggregation"
 
     def _read_file(self, split: Split, meta: DataFileMeta, read_cols: list[str]) -> pa.Table:
         file_schema = self.schema_manager.schema(meta.schema_id)

@@ -17,7 +17,7 @@ class MergeContext:
     options: CoreOptions
 
     @staticmethod
-    def of(schema: TableSchema) -> "MergeContext":
+    def of(schema: TableSchema) -> MergeContext:
         options = CoreOptions(schema.options)
         raw = options.get("sequence.field") or ""
         fields = [f.strip() for f in raw.split(",") if f.strip()]

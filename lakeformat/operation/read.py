@@ -89,16 +89,13 @@ class TableRead:
         tables = [self._read_file(split, f, read_cols) for f in split.files]
         if not tables:
             return pa.schema([]).empty_table()
-        if len(tables) == 1 and self._raw_readable(split.files[0]):
-            merged = tables[0]  # a data file holds each key at most once: nothing to merge
+        if len(tables) == 1:
+            # a data file holds each key once and lone records are never merged (Paimon's
+            # reducer rule, every engine): read it as is, as Java's raw-convertible splits do
+            merged = tables[0]
         else:
             merged = self.merge(pa.concat_tables(tables))
         return drop_retracts(merged).select(read_cols)
-
-    def _raw_readable(self, meta: DataFileMeta) -> bool:
-        """A lone file holds each key once, so only aggregation (which runs its functions
-        even on a lone record) needs to merge it; retract rows are dropped either way."""
-        return self.ctx.engine != "aggregation"
 
     def _read_file(self, split: Split, meta: DataFileMeta, read_cols: list[str]) -> pa.Table:
         file_schema = self.schema_manager.schema(meta.schema_id)

@@ -45,6 +45,17 @@ def parse_duration(text: str, key: str = "duration") -> timedelta:
     return timedelta(seconds=float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
 
 
+def parse_bool(options: Mapping[str, str], key: str, default: bool = False) -> bool:
+    """A boolean option: 'true'/'false' in any case; anything else is an error naming the key."""
+    raw = options.get(key)
+    if raw is None:
+        return default
+    text = str(raw).strip().lower()
+    if text not in ("true", "false"):
+        raise InvalidOptionError(f"option {key!r} must be true or false, got {raw!r}")
+    return text == "true"
+
+
 class CoreOptions:
     """Typed read access to a table's option map."""
 
@@ -64,13 +75,7 @@ class CoreOptions:
             raise InvalidOptionError(f"option {key!r} must be an integer, got {v!r}") from None
 
     def _bool(self, key: str, default: bool) -> bool:
-        v = self.raw.get(key)
-        if v is None:
-            return default
-        s = str(v).strip().lower()
-        if s not in ("true", "false"):
-            raise InvalidOptionError(f"option {key!r} must be true or false, got {v!r}")
-        return s == "true"
+        return parse_bool(self.raw, key, default)
 
     def _size(self, key: str, default: str) -> int:
         return parse_memory_size(self.raw.get(key, default), key)

@@ -33,9 +33,10 @@ from lakeformat.merge.aggregators import (
     FieldAggregator,
     create_aggregator,
 )
-from lakeformat.merge.aggregators_base import bool_option, choose
+from lakeformat.merge.aggregators_base import choose
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import DELETE, INSERT, KeyGroups, is_retract
+from lakeformat.options import parse_bool
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.schema.types import DataField
 
@@ -84,7 +85,7 @@ def _plan(schema: TableSchema) -> _Plan:
     aggs = {f.name: create_aggregator(function_name(f.name, options, schema.primary_keys, seq),
                                       f, options)
             for f in schema.fields}
-    plan = _Plan(aggs, bool_option(options, REMOVE_RECORD_ON_DELETE, False))
+    plan = _Plan(aggs, parse_bool(options, REMOVE_RECORD_ON_DELETE, False))
     if len(_PLANS) > 64:
         _PLANS.clear()
     _PLANS[id(schema)] = (schema, plan)
@@ -174,7 +175,7 @@ def validate(schema: TableSchema) -> None:
                 f"sequence field {s!r}")
         if seq.count(s) > 1:
             raise InvalidOptionError(f"option 'sequence.field': {s!r} is defined repeatedly")
-    remove_on_delete = bool_option(options, REMOVE_RECORD_ON_DELETE, False)
+    remove_on_delete = parse_bool(options, REMOVE_RECORD_ON_DELETE, False)
     default = options.get(DEFAULT_FUNCTION)
     if default is not None:
         _check_known(default, DEFAULT_FUNCTION)
@@ -182,7 +183,7 @@ def validate(schema: TableSchema) -> None:
         configured = options.get(f"fields.{f.name}.aggregate-function")
         if configured is not None:
             _check_known(configured, f"fields.{f.name}.aggregate-function")
-        ignore_retract = bool_option(options, f"fields.{f.name}.ignore-retract", False)
+        ignore_retract = parse_bool(options, f"fields.{f.name}.ignore-retract", False)
         if remove_on_delete and ignore_retract:
             raise InvalidOptionError(
                 f"options {REMOVE_RECORD_ON_DELETE!r} and 'fields.{f.name}.ignore-retract' have "

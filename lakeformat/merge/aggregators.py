@@ -29,12 +29,12 @@ from lakeformat.errors import InvalidOptionError, UnsupportedError
 from lakeformat.merge.aggregators_base import (
     FieldAggregator,
     Rows,
-    bool_option,
     first_index,
     group_last_index,
     numpy_dtype,
     take_or_null,
 )
+from lakeformat.options import parse_bool
 from lakeformat.schema.types import DataField, DataType
 
 __all__ = ["FieldAggregator", "create_aggregator", "AGGREGATE_FUNCTIONS", "UNSUPPORTED_FUNCTIONS"]
@@ -383,7 +383,7 @@ def create_aggregator(name: str, field: DataField,
     if not isinstance(name, str):
         raise UnsupportedError(f"aggregate function name must be a string, got {name!r}")
     agg = _build(name, field, options)
-    if bool_option(options, f"fields.{field.name}.ignore-retract", False):
+    if parse_bool(options, f"fields.{field.name}.ignore-retract", False):
         agg.ignore_retract = True
         agg.supports_retract = True
     return agg

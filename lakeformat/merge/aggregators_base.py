@@ -50,16 +50,6 @@ def choose(mask: np.ndarray, if_true: pa.Array | pa.ChunkedArray,
     return pa.concat_arrays([a, b.cast(a.type) if b.type != a.type else b]).take(pa.array(idx))
 
 
-def bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    text = str(raw).strip().lower()
-    if text not in ("true", "false"):
-        raise InvalidOptionError(f"option {key!r} must be true or false, got {raw!r}")
-    return text == "true"
-
-
 def int_option(options: Mapping[str, str], key: str, default: int) -> int:
     raw = options.get(key)
     if raw is None:

@@ -24,7 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.merge.aggregators_base import FieldAggregator, Rows, bool_option, choose
+from lakeformat.merge.aggregators_base import FieldAggregator, Rows, choose
+from lakeformat.options import parse_bool
 
 _EQUALISER_ROOTS = ("ARRAY", "MULTISET", "MAP", "ROW", "BINARY", "VARBINARY")
 
@@ -186,7 +187,7 @@ class CollectAgg(FieldAggregator):
 
     def __init__(self, name: str, field, options: Mapping[str, str]):
         super().__init__(name, field, options)
-        self.distinct = bool_option(options, f"fields.{field.name}.distinct", False)
+        self.distinct = parse_bool(options, f"fields.{field.name}.distinct", False)
         self.equaliser = field.type.element.root in _EQUALISER_ROOTS
 
     def _fold(self, rows: Rows) -> pa.Array:

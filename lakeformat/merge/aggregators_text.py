@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.merge.aggregators_base import FieldAggregator, Rows, bool_option, rounds
+from lakeformat.merge.aggregators_base import FieldAggregator, Rows, rounds
+from lakeformat.options import parse_bool
 
 # Java's Character.isWhitespace: space separators except the no-break ones, line/paragraph
 # separators, and TAB, LF, VT, FF, CR, FS, GS, RS, US.
@@ -54,7 +55,7 @@ class ListaggAgg(FieldAggregator):
     def __init__(self, name: str, field, options: Mapping[str, str]):
         super().__init__(name, field, options)
         self.delimiter = options.get(f"fields.{field.name}.list-agg-delimiter", ",")
-        self.distinct = bool_option(options, f"fields.{field.name}.distinct", False)
+        self.distinct = parse_bool(options, f"fields.{field.name}.distinct", False)
         self.split_on = self.delimiter if self.delimiter else " "
 
     def _fold(self, rows: Rows) -> pa.Array:

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeformat.errors import InvalidOptionError, UnsupportedError
+from lakeformat.options import parse_bool
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.schema.types import DataField
 
@@ -72,14 +73,6 @@ def java_hash_map_order(keys: Sequence[str]) -> list[str]:
     return [k for _, _, k in sorted((bucket(k), i, k) for i, k in enumerate(keys))]
 
 
-def _parse_bool(options: Mapping[str, str], key: str) -> bool:
-    value = options.get(key)
-    if value is None:
-        return False
-    text = str(value).strip().lower()
-    if text not in ("true", "false"):
-        raise InvalidOptionError(f"option {key!r} must be true or false, got {value!r}")
-    return text == "true"
 
 
 # -- configuration -------------------------------------------------------------------------------
@@ -140,7 +133,7 @@ def _build(schema: TableSchema) -> PartialUpdateConfig:
     fields = list(schema.fields)
 
     ignore_delete = _ignore_delete(options)
-    remove_on_delete = _parse_bool(options, REMOVE_ON_DELETE)
+    remove_on_delete = parse_bool(options, REMOVE_ON_DELETE)
     remove_on_group = options.get(REMOVE_ON_SEQUENCE_GROUP)
 
     def require(name: str, key: str) -> int:
@@ -227,12 +220,12 @@ def _build(schema: TableSchema) -> PartialUpdateConfig:
                     "sequence groups by atomic types only")
     groups.sort(key=lambda g: g.first_ordering)
 
-    if _parse_bool(options, "aggregation.remove-record-on-delete"):
+    if parse_bool(options, "aggregation.remove-record-on-delete"):
         # Paimon checks this whenever it creates a field aggregator: for primary keys and for
         # every field with an aggregate function, even under partial-update
         for idx in sorted(set(aggs_by_name) | {names.index(k) for k in primary_keys}):
             key = f"fields.{names[idx]}.ignore-retract"
-            if _parse_bool(options, key):
+            if parse_bool(options, key):
                 raise InvalidOptionError(
                     f"aggregation.remove-record-on-delete and {key} have conflicting behavior "
                     "so should not be enabled at the same time.")
@@ -243,7 +236,7 @@ def _build(schema: TableSchema) -> PartialUpdateConfig:
             # outside any group only last_non_null_value is allowed, and it is the engine's own
             # rule for such fields (non-null values overwrite): no aggregator is needed
             continue
-        ignore_retract = _parse_bool(options, f"fields.{names[idx]}.ignore-retract")
+        ignore_retract = parse_bool(options, f"fields.{names[idx]}.ignore-retract")
         aggregator = _create_aggregator(function, fields[idx], options)
         aggs[idx] = FieldAgg(idx, function, aggregator, ignore_retract)
     return PartialUpdateConfig(tuple(names), tuple(f.type.nullable for f in fields),
@@ -254,7 +247,7 @@ def _ignore_delete(options: Mapping[str, str]) -> bool:
     for key in ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
                 "partial-update.ignore-delete"):
         if key in options:
-            return _parse_bool(options, key)
+            return parse_bool(options, key)
     return False
 
 

@@ -616,6 +616,45 @@ class MergeMapAgg(FieldAggregator):
         return list(kept.values())
 
 
+class MergeMapWithKeyTimeAgg(FieldAggregator):
+    """FieldMergeMapWithKeyTimeAgg: MAP<K, ROW<..>>; per key the row whose time field (read as
+    a string, compared with String.compareTo) is larger wins, ties keep the accumulator's row;
+    a null row in the input deletes its key; an input row with a null time is ignored; an
+    accumulator row with a null time loses to any input row. HashMap result: order undefined.
+    No retract."""
+
+    def __init__(self, name, dt, ts_field: str):
+        super().__init__(name, dt)
+        self.ts_field = ts_field
+
+    def agg(self, acc, value):
+        if acc is None:
+            return value
+        if value is None:
+            return acc
+        result: dict = {}
+        for k, v in acc:
+            result[_hashable(k)] = (k, v)
+        for k, row in value:
+            hk = _hashable(k)
+            if row is None:
+                result.pop(hk, None)
+                continue
+            if row[self.ts_field] is None:
+                continue
+            existing = result.get(hk, (k, None))[1]
+            if existing is None or existing[self.ts_field] is None:
+                result[hk] = (k, row)
+            elif _utf16(row[self.ts_field]) > _utf16(existing[self.ts_field]):
+                result[hk] = (k, row)
+        return list(result.values())
+
+
+def _utf16(s: str) -> bytes:
+    """java.lang.String.compareTo order: UTF-16 code units."""
+    return s.encode("utf-16-be")
+
+
 def _hashable(v: Any) -> Any:
     if isinstance(v, list):
         return ("L",) + tuple(_hashable(x) for x in v)
@@ -791,8 +830,7 @@ class IgnoreRetractAgg(FieldAggregator):
 
 _NUMERIC = ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL")
 _COMPARABLE_EXCLUDED = ("MAP", "MULTISET", "ROW", "ARRAY", "VARIANT", "BLOB")
-UNSUPPORTED_FUNCTIONS = ("hll_sketch", "theta_sketch", "rbm32", "rbm64",
-                         "merge_map_with_keytime")
+UNSUPPORTED_FUNCTIONS = ("hll_sketch", "theta_sketch", "rbm32", "rbm64")
 
 
 def create_field_aggregator(dt: DataType, field_name: str, func: str,
@@ -841,6 +879,16 @@ def create_field_aggregator(dt: DataType, field_name: str, func: str,
     elif func == "merge_map":
         need(dt.root == "MAP", "needs MAP")
         agg = MergeMapAgg(func, dt)
+    elif func == "merge_map_with_keytime":
+        need(dt.root == "MAP", "needs MAP")
+        need(dt.value.root == "ROW", "needs MAP<K, ROW>")
+        need(len(dt.value.fields) >= 2, "needs a ROW of at least 2 fields")
+        row_names = [f.name for f in dt.value.fields]
+        ts = options.get(f"fields.{field_name}.ts-field")
+        if ts is None:
+            ts = row_names[-1]
+        need(ts in row_names, f"time field {ts!r} must be a field of the ROW")
+        agg = MergeMapWithKeyTimeAgg(func, dt, ts)
     elif func == "nested_update":
         need(dt.root == "ARRAY" and dt.element.root == "ROW", "needs ARRAY<ROW>")
         keys = options.field_nested_key(field_name)
@@ -1359,7 +1407,7 @@ def unordered_columns(schema: TableSchema) -> dict[str, str]:
         if func == "collect" and options.field_distinct(f.name) and f.type.root == "ARRAY" \
                 and not _needs_equaliser(f.type.element):
             out[f.name] = "elements"
-        elif func == "merge_map":
+        elif func in ("merge_map", "merge_map_with_keytime"):
             out[f.name] = "map"
         elif func == "nested_partial_update" or (
                 func == "nested_update" and options.field_nested_key(f.name)):

@@ -411,6 +411,11 @@ def test_model_lone_record_and_ignore_delete_edge_cases():
 DEC = decimal(10, 2)
 DEC_WIDE = decimal(20, 2)
 
+def keytime_map_type(nullable: bool = True) -> DataType:
+    row = DataType("ROW", fields=(DataField(-1, "v", int_()), DataField(-1, "ts", string())))
+    return DataType("MAP", nullable, key=string(False), value=row)
+
+
 # kind -> (type factory, non-null value strategy)
 _VALUES: dict[str, tuple[Any, st.SearchStrategy]] = {
     "tinyint": (tinyint, st.one_of(st.integers(-3, 3), st.sampled_from([-128, 127, 100, -100]))),
@@ -446,6 +451,13 @@ _VALUES: dict[str, tuple[Any, st.SearchStrategy]] = {
             st.dictionaries(st.sampled_from(["a", "b", "c"]),
                             st.one_of(st.none(), st.integers(0, 5)), max_size=3)
             .map(lambda d: list(d.items()))),
+    "map_keytime": (lambda nullable=True: keytime_map_type(nullable),
+                    st.dictionaries(st.sampled_from(["a", "b", "c"]), st.one_of(
+                        st.none(), st.fixed_dictionaries({
+                            "v": st.one_of(st.none(), st.integers(0, 5)),
+                            "ts": st.one_of(st.none(), st.sampled_from(["2024-01", "2024-02",
+                                                                        "2024-1"]))})),
+                        max_size=3).map(lambda d: list(d.items()))),
     "nested": (lambda nullable=True: DataType("ARRAY", nullable, element=DataType(
         "ROW", fields=(DataField(-1, "k", int_()), DataField(-1, "s", int_()),
                        DataField(-1, "v", string())))),
@@ -476,6 +488,8 @@ def funcs_for(kind: str) -> list[str]:
         specific = ["collect"]
     elif kind == "map":
         specific = ["merge_map"]
+    elif kind == "map_keytime":
+        specific = ["merge_map_with_keytime", "merge_map"]
     elif kind == "nested":
         specific = ["nested_update", "nested_partial_update"]
     return list(_ANY_FUNCS) + specific * 3
@@ -486,7 +500,8 @@ FUNCTION_KINDS = {  # for a "focused" case: every aggregated column uses one fun
     "max": _NUMERIC + ("string", "bool", "date", "timestamp", "bytes"),
     "min": _NUMERIC + ("string", "bool", "date", "timestamp", "bytes"),
     "bool_and": ("bool",), "bool_or": ("bool",), "listagg": ("string",),
-    "collect": ("array_int", "array_str", "array_bytes"), "merge_map": ("map",),
+    "collect": ("array_int", "array_str", "array_bytes"), "merge_map": ("map", "map_keytime"),
+    "merge_map_with_keytime": ("map_keytime",),
     "nested_update": ("nested",), "nested_partial_update": ("nested",),
     **{f: VALUE_KINDS for f in _ANY_FUNCS},
 }
@@ -511,6 +526,8 @@ def func_options(draw, name: str, kind: str, func: str) -> dict[str, str]:
                 st.sampled_from(["merge", "ignore", "error"]))
         if func == "nested_update" and draw(st.booleans()):
             o[f"fields.{name}.nested-sequence-field"] = "s"
+    if func == "merge_map_with_keytime" and draw(st.booleans()):
+        o[f"fields.{name}.ts-field"] = "ts"
     if func == "nested_update" and draw(st.booleans()):
         o[f"fields.{name}.count-limit"] = str(draw(st.integers(1, 3)))
     return o
@@ -1035,3 +1052,22 @@ def test_decimal_product_rounds_half_up_and_overflows_to_null():
         rec(INSERT, 1, k=1, d=Decimal("0.50"), w=Decimal("0.01")),
         rec(INSERT, 0, k=2, d=Decimal("99999.99"), w=None),
         rec(INSERT, 1, k=2, d=Decimal("99999.99"), w=None)])
+
+
+def test_merge_map_with_keytime_rules():
+    row_t = DataType("ROW", fields=(DataField(-1, "v", int_()), DataField(-1, "ts", string())))
+    mt = DataType("MAP", key=string(False), value=row_t)
+    schema = make_schema([("k", int_()), ("m", mt)], ["k"], {
+        "merge-engine": "aggregation", "fields.m.aggregate-function": "merge_map_with_keytime"})
+    first = [("a", {"v": 1, "ts": "2024-02"}), ("b", {"v": 2, "ts": None}),
+             ("c", {"v": 3, "ts": "2024-01"}), ("d", {"v": 4, "ts": "2024-01"})]
+    second = [("a", {"v": 9, "ts": "2024-01"}),  # older: kept a=1
+              ("b", {"v": 8, "ts": "2024-01"}),  # the accumulator's time is null: replaced
+              ("c", None),  # a null row deletes the key
+              ("d", {"v": 7, "ts": "2024-01"}),  # tie keeps the accumulator's row
+              ("e", {"v": 6, "ts": None})]  # null time: ignored
+    agg = M.MergeMapWithKeyTimeAgg("merge_map_with_keytime", mt, "ts")
+    assert dict(agg.agg(first, second)) == {"a": {"v": 1, "ts": "2024-02"},
+                                            "b": {"v": 8, "ts": "2024-01"},
+                                            "d": {"v": 4, "ts": "2024-01"}}
+    compare_with_model(schema, [rec(INSERT, 0, k=1, m=first), rec(INSERT, 1, k=1, m=second)])

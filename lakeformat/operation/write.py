@@ -33,7 +33,6 @@ from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.storage import FileIO
 
-_RANK = "__arrival_rank"
 ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
 
 
@@ -45,8 +44,8 @@ class WriteUnit:
     partition_values: tuple
     bucket: int
     total_buckets: int
-    source: pa.Table  # the whole batch: value columns + _VALUE_KIND + arrival rank
-    indices: np.ndarray  # this unit's rows of `source`, in key order (ties: arrival order)
+    source: pa.Table  # the whole batch: value columns + _VALUE_KIND
+    indices: np.ndarray  # this unit's rows of `source`, in arrival order
     max_sequence_number: int
 
 
@@ -106,26 +105,18 @@ class TableWrite:
         buckets = bucket_ids(bucket_cols, bucket_types, num_buckets).astype(np.int64)
         part_codes, part_rows = self._partition_codes(rows)
         combined = part_codes * num_buckets + buckets
-        # Arrival rank of each row inside its (partition, bucket): the sequence-number offset.
-        order = np.argsort(combined, kind="stable")
-        sorted_codes = combined[order]
-        cut = np.flatnonzero(np.diff(sorted_codes)) + 1
-        group_start = np.zeros(len(order), dtype=np.int64)
-        group_start[cut] = cut
-        np.maximum.accumulate(group_start, out=group_start)
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order), dtype=np.int64) - group_start
-        # One stable sort by (partition, bucket, key): every unit is a key-sorted slice.
-        perm = self._sort_permutation(combined, rows)
-        rows = rows.append_column(_RANK, pa.array(rank))
-        codes = combined[perm]
-        bounds = np.concatenate([[0], np.flatnonzero(np.diff(codes)) + 1, [len(codes)]])
+        # Group rows by (partition, bucket), keeping arrival order inside each group; small
+        # unsigned codes let numpy's stable argsort use a radix sort.
+        codes = combined.astype(np.uint16 if combined.max(initial=0) < 1 << 16 else np.uint64)
+        order = np.argsort(codes, kind="stable")
+        sorted_codes = codes[order]
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(sorted_codes)) + 1, [len(order)]])
         state = self._bucket_state(latest)
         units = []
         for lo, hi in zip(bounds[:-1], bounds[1:]):
             if hi <= lo:
                 continue
-            first = int(perm[lo])
+            first = int(order[lo])
             values = tuple(part_rows[int(part_codes[first])]) if self.partition_fields else ()
             partition = to_avro_bytes(list(values), [f.type for f in self.partition_fields])
             bucket = int(buckets[first])
@@ -137,24 +128,17 @@ class TableWrite:
                     f" has {part_total} buckets but the table option says {num_buckets}; "
                     "rescaling needs an overwrite of that partition")
             units.append(WriteUnit(partition, values, bucket, num_buckets,
-                                   rows, perm[lo:hi], max_seq))
+                                   rows, order[lo:hi], max_seq))
         return units
 
-    def _sort_permutation(self, combined: np.ndarray, rows: pa.Table) -> np.ndarray:
-        """Stable order by (partition-bucket code, key): ties keep arrival order."""
+    def _key_order(self, rows: pa.Table) -> np.ndarray:
+        """Stable key order of a unit's rows (ties keep arrival order)."""
         keys = [rows[k] for k in self.keys]
-        if len(keys) == 1 and pa.types.is_integer(keys[0].type) and len(combined):
-            key = keys[0].to_numpy().astype(np.int64)
-            lo, hi = int(key.min()), int(key.max())
-            span = hi - lo + 1
-            if span * (int(combined.max()) + 1) < (1 << 62):
-                # one composite int64 sorts far faster than a two-key lexsort
-                return np.argsort(combined * span + (key - lo), kind="stable")
-            return np.lexsort((key, combined))  # lexsort is stable
-        table = pa.table([pa.array(combined)] + keys,
-                         names=["__code"] + [f"k{i}" for i in range(len(keys))])
-        order = [("__code", "ascending")] + [(f"k{i}", "ascending") for i in range(len(keys))]
-        return pc.sort_indices(table, sort_keys=order).to_numpy()
+        if len(keys) == 1 and pa.types.is_integer(keys[0].type):
+            return np.argsort(keys[0].to_numpy(), kind="stable")
+        table = pa.table(keys, names=[f"k{i}" for i in range(len(keys))])
+        return pc.sort_indices(table, sort_keys=[(f"k{i}", "ascending")
+                                                 for i in range(len(keys))]).to_numpy()
 
     def _filter_kinds(self, table: pa.Table, kinds: np.ndarray) -> tuple[pa.Table, np.ndarray]:
         """`ignore-delete` drops retracts and `ignore-update-before` drops -U before writing."""
@@ -210,8 +194,11 @@ class TableWrite:
     # -- execute -------------------------------------------------------------------------------
     def execute(self, unit: WriteUnit) -> CommitMessage:
         """Pure function of a unit: write its files, return what to commit."""
-        rows = unit.source.take(pa.array(unit.indices))  # gathered here, in the worker
-        seq = pc.add(rows[_RANK], pa.scalar(unit.max_sequence_number + 1, pa.int64()))
+        # Sequence numbers follow arrival order; rows are then sorted by key (stable), and
+        # gathered once, here in the worker.
+        key_order = self._key_order(unit.source.select(self.keys).take(pa.array(unit.indices)))
+        rows = unit.source.take(pa.array(unit.indices[key_order]))
+        seq = pa.array(key_order.astype(np.int64) + (unit.max_sequence_number + 1))
         kv = pa.table([seq, rows[VALUE_KIND]] + [rows[f.name] for f in self.schema.fields],
                       names=[SEQUENCE_NUMBER, VALUE_KIND] + self.schema.field_names)
         if self.ctx.sequence_fields:  # rows are key-sorted in arrival order; refine the ties

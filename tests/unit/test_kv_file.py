@@ -223,12 +223,12 @@ def test_compression_names(tmp_path: Path, name: str, codec: str) -> None:
     assert col.compression in ({codec, "LZ4"} if codec == "LZ4_RAW" else {codec})
 
 
-def test_unsupported_format_and_codec() -> None:
+def test_unsupported_format_and_codec(tmp_path: Path) -> None:
     schema = _simple_schema()
     for opts, word in (({"file.format": "avro"}, "avro"), ({"file.compression": "lzo"}, "lzo"),
                        ({"file.format.per.level": "0:csv"}, "csv")):
         with pytest.raises(UnsupportedError, match=word):
-            KeyValueFileWriter(LocalFileIO(), "/tmp/x", schema, CoreOptions(opts))
+            KeyValueFileWriter(LocalFileIO(), str(tmp_path), schema, CoreOptions(opts))
 
 
 def test_rolling_partitions_input(tmp_path: Path) -> None:

@@ -55,6 +55,10 @@ if str(REPO) not in sys.path:  # run as `python bench/merge.py` from a checkout
     sys.path.insert(0, str(REPO))
 
 import lakeformat as lf  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling bench scripts
+from write_read import random_strings, say, warn_if_busy  # noqa: E402
+
 from lakeformat.merge import (  # noqa: E402
     create_merge_function,
     create_unsorted_merge,
@@ -154,15 +158,6 @@ def make_engines() -> list[Engine]:
 
 
 # -- data ----------------------------------------------------------------------------------------
-def random_strings(rng: np.random.Generator, n: int, lo: int, hi: int) -> pa.StringArray:
-    """`n` strings of lowercase letters, lengths uniform in [lo, hi], built from buffers."""
-    lengths = rng.integers(lo, hi + 1, n)
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    chars = rng.integers(ord("a"), ord("z") + 1, int(offsets[-1]), dtype=np.uint8)
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars))
-
-
 def make_runs(args: argparse.Namespace) -> list[pa.Table]:
     """One table per run; each holds `rows` distinct ids out of `range(key_space)`."""
     rng = np.random.default_rng(args.seed)
@@ -270,19 +265,8 @@ def check_sample(result: pa.Table, engine: Engine, sample: Sample) -> str:
 
 
 # -- timing --------------------------------------------------------------------------------------
-def say(msg: str) -> None:
-    print(msg, flush=True)
-
-
 def load() -> float:
     return os.getloadavg()[0]
-
-
-def warn_if_busy() -> None:
-    """Other processes share the cores: say so, since every figure here is CPU-bound."""
-    if load() > 0.5:
-        say(f"  note: 1-minute load average is {load():.2f} at start: other processes are using "
-            "the CPU, figures will be noisy")
 
 
 def run_engine_level(engines: list[Engine], kv: pa.Table, repeat: int, sample: Sample) -> None:

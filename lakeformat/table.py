@@ -10,7 +10,6 @@ import numpy as np
 import pyarrow as pa
 
 from lakeformat.errors import LakeformatError, SchemaMismatchError, UnsupportedError
-from lakeformat.merge import check_merge_options
 from lakeformat.merge.sort import DELETE
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
@@ -196,8 +195,3 @@ class Table:
         deleted = sum(m.num_deleted_files for m in metas)
         entries = scan.read_entries(metas)
         return added, deleted, sum(e.file.file_size for e in entries if e.kind == 0)
-
-    # -- validation --------------------------------------------------------------------------------
-    def check_supported(self) -> None:
-        check_merge_options(self._schema)
-

@@ -132,31 +132,6 @@ class DataFileMeta:
             )
         return dataclasses.replace(self, level=new_level)
 
-    def rename(self, file_name: str) -> DataFileMeta:
-        return dataclasses.replace(self, file_name=file_name)
-
-    def copy_without_stats(self) -> DataFileMeta:
-        """Drop value stats (what Java does for scans that don't need them)."""
-        return dataclasses.replace(self, value_stats=SimpleStats.EMPTY, value_stats_cols=())
-
-    def assign_sequence_number(self, min_seq: int, max_seq: int) -> DataFileMeta:
-        return dataclasses.replace(self, min_sequence_number=min_seq, max_sequence_number=max_seq)
-
-    def assign_first_row_id(self, first_row_id: int) -> DataFileMeta:
-        return dataclasses.replace(self, first_row_id=first_row_id)
-
-    @property
-    def delete_rows(self) -> int:
-        """Retract rows, 0 when unknown (older writers left ``_DELETE_ROW_COUNT`` null)."""
-        return self.delete_row_count or 0
-
-    @property
-    def add_row_count(self) -> int | None:
-        """Rows that are not retractions, when the file says how many retractions it holds."""
-        if self.delete_row_count is None:
-            return None
-        return self.row_count - self.delete_row_count
-
     @property
     def all_files(self) -> tuple[str, ...]:
         """The data file and its sidecars (all live in the same directory)."""

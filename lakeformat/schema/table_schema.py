@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lakeformat.errors import CorruptFileError, InvalidOptionError, UnsupportedError
-from lakeformat.schema.types import DataField, DataType, max_field_id
+from lakeformat.schema.types import DataField, max_field_id
 
 CURRENT_VERSION = 3
 
@@ -166,6 +166,3 @@ def new_schema(
         time_millis=int(time.time() * 1000),
     )
 
-
-def is_atomic(dt: DataType) -> bool:
-    return not dt.is_nested

@@ -30,6 +30,7 @@ from lakeformat.operation.predicate import (
 )
 from lakeformat.operation.scan import FileStoreScan, Split
 from lakeformat.options import CoreOptions
+from lakeformat.schema.projection import FieldIdProjection
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.schema.types import arrow_schema
@@ -98,16 +99,33 @@ class TableRead:
         return drop_retracts(merged).select(read_cols)
 
     def _read_file(self, split: Split, meta: DataFileMeta, read_cols: list[str]) -> pa.Table:
-        file_schema = self.schema_manager.schema(meta.schema_id)
-        if file_schema.fields != self.schema.fields:
-            raise UnsupportedError(
-                f"data file {meta.file_name} was written under schema {meta.schema_id}, whose "
-                f"columns differ from schema {self.schema.id}; reading evolved schemas is not "
-                "supported yet")
-        path = self.paths.data_file(split.partition_values, split.bucket, meta)
-        fmt = _format_of(meta.file_name, self.options.file_format)
-        table = read_kv_file(self.file_io, path, fmt, columns=read_cols, schema=file_schema)
-        return table.select([SEQUENCE_NUMBER, VALUE_KIND] + read_cols)
+        return read_data_file(self.file_io, self.paths.data_file(split.partition_values,
+                                                                 split.bucket, meta),
+                              meta, self.schema, self.schema_manager, read_cols,
+                              self.options.file_format)
+
+
+def read_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: TableSchema,
+                   schema_manager: SchemaManager, columns: Sequence[str],
+                   default_format: str = "parquet") -> pa.Table:
+    """`_SEQUENCE_NUMBER`, `_VALUE_KIND` and `columns` of one data file, under `schema`.
+
+    A file written under another schema version is mapped by field id: renamed columns keep
+    their values, columns added since read null, widened types are cast.
+    """
+    fmt = _format_of(meta.file_name, default_format)
+    if meta.schema_id == schema.id:
+        table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=schema)
+        return table.select([SEQUENCE_NUMBER, VALUE_KIND, *columns])
+    file_schema = schema_manager.schema(meta.schema_id)
+    projection = FieldIdProjection(file_schema.fields, schema.fields)
+    if projection.identity:
+        table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=file_schema)
+        return table.select([SEQUENCE_NUMBER, VALUE_KIND, *columns])
+    table = read_kv_file(file_io, path, fmt, columns=projection.file_columns(columns),
+                         schema=file_schema)
+    arrays = [table[SEQUENCE_NUMBER], table[VALUE_KIND], *projection.project(table, columns)]
+    return pa.table(arrays, names=[SEQUENCE_NUMBER, VALUE_KIND, *columns])
 
 
 def _format_of(file_name: str, default: str) -> str:

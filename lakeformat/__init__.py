@@ -20,10 +20,12 @@ from lakeformat.errors import (  # noqa: E402
     UnsupportedError,
 )
 from lakeformat.results import CommitResult  # noqa: E402
+from lakeformat.schema.schema_change import Move, SchemaChange  # noqa: E402
 from lakeformat.table import Table  # noqa: E402
 
 __all__ = [
-    "Catalog", "Identifier", "Table", "CommitResult", "LakeformatError", "UnsupportedError",
+    "Catalog", "Identifier", "Table", "CommitResult", "SchemaChange", "Move",
+    "LakeformatError", "UnsupportedError",
     "SchemaMismatchError", "CorruptFileError", "CommitConflictError", "CommitFailedError",
     "InvalidIdentifierError", "InvalidOptionError", "DatabaseNotFoundError",
     "DatabaseAlreadyExistsError", "TableNotFoundError", "TableAlreadyExistsError",

@@ -16,13 +16,11 @@ from lakeformat.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
-from lakeformat.merge import check_merge_options
-from lakeformat.options import CoreOptions
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import new_schema
 from lakeformat.schema.types import DataField, assign_field_ids, from_arrow
 from lakeformat.storage import FileIO, get_file_io
-from lakeformat.table import Table
+from lakeformat.table import Table, validate_table_schema
 
 DB_SUFFIX = ".db"
 _BAD = re.compile(r"[\x00-\x1f\x7f/\\]")
@@ -157,9 +155,7 @@ class Catalog:
                 for k, v in (options or {}).items()}
         table_schema = new_schema(0, fields, list(partition_keys or []), list(primary_keys),
                                   opts, comment)
-        _ = table_schema.trimmed_primary_keys  # raises when the key is only partition columns
-        CoreOptions(table_schema.options).validate()
-        check_merge_options(table_schema)
+        validate_table_schema(table_schema)
         SchemaManager(self.file_io, self.table_path(ident)).create(table_schema)
         return self.get_table(ident)
 

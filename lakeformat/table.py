@@ -9,24 +9,35 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lakeformat.errors import LakeformatError, SchemaMismatchError, UnsupportedError
+from lakeformat.errors import LakeformatError, SchemaMismatchError
+from lakeformat.merge import check_merge_options
 from lakeformat.merge.sort import DELETE
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
-from lakeformat.operation.conform import as_table
+from lakeformat.operation.conform import as_table, conform_merged, data_fields
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.predicate import Filter
 from lakeformat.operation.read import TableRead
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.operation.write import write_table
-from lakeformat.options import CoreOptions
+from lakeformat.options import CoreOptions, parse_bool
 from lakeformat.results import CommitResult
+from lakeformat.schema.alter import apply_changes
+from lakeformat.schema.merging import MERGE_SCHEMA, MergeSchemaOptions, merge_schemas
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.schema.types import arrow_schema
 from lakeformat.storage import FileIO
 
 TAG_DIR = "tag"
+
+
+def validate_table_schema(schema: TableSchema) -> None:
+    """The checks a new schema version passes before it is published (create and alter)."""
+    _ = schema.trimmed_primary_keys  # raises when the key is only partition columns
+    _ = schema.bucket_keys  # raises when bucket-key names a missing column
+    CoreOptions(schema.options).validate()
+    check_merge_options(schema)
 
 
 class Table:
@@ -85,7 +96,7 @@ class Table:
     def files(self, snapshot_id: int | None = None, tag: str | None = None) -> list[dict[str, Any]]:
         """Live data files of a snapshot (latest by default), one dict per file."""
         snap = self._resolve_snapshot(snapshot_id, tag)
-        schema = self._schema_of(snap)
+        schema = self._schema_of(snap, snapshot_id is not None or tag is not None)
         scan = FileStoreScan(self.file_io, self.path, schema)
         paths = PathFactory(self.file_io, self.path, schema)
         out = []
@@ -127,8 +138,12 @@ class Table:
                     "written)") from None
         return self.snapshot_manager.latest_snapshot()
 
-    def _schema_of(self, snap: Snapshot | None) -> TableSchema:
-        return self._schema if snap is None else self.schema_manager.schema(snap.schema_id)
+    def _schema_of(self, snap: Snapshot | None, time_travel: bool) -> TableSchema:
+        """The latest schema for a read of the table as it is now; a past snapshot's or tag's
+        own schema for time travel (as Paimon reads)."""
+        if not time_travel or snap is None:
+            return self.refresh()._schema
+        return self.schema_manager.schema(snap.schema_id)
 
     # -- read ------------------------------------------------------------------------------------
     def read(self, columns: Sequence[str] | None = None, filter: Filter = None,
@@ -139,22 +154,69 @@ class Table:
         `[("dt", "=", "2024-01-01")]`; DNF terms on partition columns prune partitions.
         """
         snap = self._resolve_snapshot(snapshot_id, tag)
-        schema = self._schema_of(snap)
+        schema = self._schema_of(snap, snapshot_id is not None or tag is not None)
         return TableRead(self.file_io, self.path, schema, self.schema_manager).read(
             snap, columns, filter)
 
     # -- write -----------------------------------------------------------------------------------
-    def write(self, data: Any, overwrite: bool = False, merge_schema: bool = False) -> CommitResult:
-        """Write rows as one snapshot. `overwrite=True` replaces the partitions written to."""
-        if merge_schema:
-            raise UnsupportedError("merge_schema=True is not supported yet")
+    def write(self, data: Any, overwrite: bool = False, merge_schema: bool | None = None,
+              options: dict[str, str] | None = None) -> CommitResult:
+        """Write rows as one snapshot. `overwrite=True` replaces the partitions written to.
+
+        `merge_schema=True` (or option `write.merge-schema`) first evolves the table to accept
+        the data: new columns are added, missing ones written as null, types widened. `options`
+        are per-write options (`write.merge-schema.*`) over the table's.
+        """
         table = as_table(data)
-        return self._write(table, None, overwrite)
+        self.refresh()
+        opts = {**self._schema.options, **{str(k): str(v) for k, v in (options or {}).items()}}
+        if merge_schema is None:
+            merge_schema = parse_bool(opts, MERGE_SCHEMA, False)
+        if not merge_schema:
+            return self._write(table, None, overwrite)
+        start = time.monotonic()
+        merge_opts = MergeSchemaOptions.of(opts)
+        fields = data_fields(table.schema)
+        conformed: dict[str, pa.Table] = {}
+
+        def make_next(latest: TableSchema) -> TableSchema:
+            merged = merge_schemas(latest, fields, merge_opts)
+            if merged is not latest:
+                validate_table_schema(merged)
+            # check the rows against the new schema before it is published
+            conformed["rows"] = conform_merged(table, merged, merge_opts)
+            return merged
+
+        schema = self.schema_manager.commit_next(make_next)
+        self._schema = max(schema, self._schema, key=lambda s: s.id)
+        return self._write(conformed["rows"], None, overwrite, schema=schema, start=start)
+
+    def alter(self, changes: Any) -> TableSchema:
+        """Apply schema changes (`lakeformat.SchemaChange.*`) as one new schema version.
+
+        Validated as Paimon does; retried against the newest schema if another writer changed
+        it first. Returns the new schema (the current one when `changes` is empty).
+        """
+        changes = [changes] if not isinstance(changes, (list, tuple)) else list(changes)
+        has_snapshots: list[bool] = []
+
+        def make_next(latest: TableSchema) -> TableSchema:
+            if not changes:
+                return latest
+            if not has_snapshots:
+                has_snapshots.append(self.snapshot_manager.latest_snapshot() is not None)
+            nxt = apply_changes(latest, changes, has_snapshots[0])
+            validate_table_schema(nxt)
+            return nxt
+
+        schema = self.schema_manager.commit_next(make_next)
+        self._schema = schema
+        return schema
 
     def delete(self, keys: Any) -> CommitResult:
         """Delete rows by primary key: writes -D records (all primary-key columns required)."""
         table = as_table(keys)
-        schema = self._schema
+        schema = self.refresh()._schema
         missing = [k for k in schema.primary_keys if k not in table.column_names]
         if missing:
             raise SchemaMismatchError(f"delete needs every primary-key column; missing {missing}")
@@ -173,12 +235,14 @@ class Table:
             full = full.set_column(full.column_names.index(rk), rk,
                                    pa.array(["-D"] * full.num_rows, pa.string()))
         kinds = np.full(full.num_rows, DELETE, dtype=np.int8)
-        return self._write(full, kinds, False)
+        return self._write(full, kinds, False, schema=schema)
 
-    def _write(self, table: pa.Table, kinds: np.ndarray | None, overwrite: bool) -> CommitResult:
-        start = time.monotonic()
-        self.refresh()
-        snap = write_table(self.file_io, self.path, self._schema, table, kinds, overwrite)
+    def _write(self, table: pa.Table, kinds: np.ndarray | None, overwrite: bool,
+               schema: TableSchema | None = None, start: float | None = None) -> CommitResult:
+        start = time.monotonic() if start is None else start
+        if schema is None:
+            schema = self.refresh()._schema
+        snap = write_table(self.file_io, self.path, schema, table, kinds, overwrite)
         files_added = files_deleted = bytes_added = 0
         if snap is not None:
             files_added, files_deleted, bytes_added = self._delta_counts(snap)

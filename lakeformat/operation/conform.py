@@ -10,9 +10,12 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.errors import SchemaMismatchError
+from lakeformat.errors import SchemaMismatchError, UnsupportedError
+from lakeformat.schema.casts import cast_values, supports_cast
+from lakeformat.schema.merging import MergeSchemaOptions
+from lakeformat.schema.projection import align_by_name
 from lakeformat.schema.table_schema import TableSchema
-from lakeformat.schema.types import DataType, from_arrow, to_arrow
+from lakeformat.schema.types import DataField, DataType, from_arrow, to_arrow
 
 
 def as_table(data: pa.Table | pa.RecordBatch | list | object) -> pa.Table:
@@ -93,3 +96,57 @@ def _same_logical(a: DataType, b: DataType) -> bool:
     if a.root == "TIME":
         return True
     return a.precision == b.precision and a.scale == b.scale
+
+
+def data_fields(schema: pa.Schema) -> list[DataField]:
+    """Paimon fields (ids not yet assigned) for the columns of user data."""
+    names = schema.names
+    dupes = sorted({c for c in names if names.count(c) > 1})
+    if dupes:
+        raise SchemaMismatchError(f"input has duplicate columns {dupes}")
+    out = []
+    for f in schema:
+        try:
+            out.append(DataField(-1, f.name, from_arrow(f.type, f.nullable)))
+        except UnsupportedError as e:
+            raise SchemaMismatchError(f"column {f.name!r}: {e}") from None
+    return out
+
+
+def conform_merged(data: pa.Table, schema: TableSchema, opts: MergeSchemaOptions) -> pa.Table:
+    """Data of a merge-schema write shaped as `schema`: every column present (missing ones
+    null), ROW fields matched by name, values cast to the (possibly widened) column types."""
+    columns = []
+    for f in schema.fields:
+        if f.name not in data.column_names:
+            if not f.type.nullable:
+                raise SchemaMismatchError(f"input lacks column {f.name!r}, which is NOT NULL "
+                                          f"({f.type})")
+            columns.append(pa.nulls(data.num_rows, to_arrow(f.type)))
+            continue
+        col = data[f.name]
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        given = from_arrow(col.type)
+        if given.copy(True) != f.type.copy(True):
+            col = _cast_merged(col, f.name, given, f.type, opts)
+        columns.append(col)
+    return conform(pa.table(columns, names=schema.field_names), schema)
+
+
+def _cast_merged(col: pa.ChunkedArray, name: str, given: DataType, dt: DataType,
+                 opts: MergeSchemaOptions) -> pa.ChunkedArray:
+    target = to_arrow(dt)
+    try:
+        if dt.is_nested:
+            return align_by_name(col, dt, name).cast(target, safe=True)
+        if _same_logical(given, dt):
+            return col.cast(target, safe=True)
+        if not supports_cast(given.copy(True), dt.copy(True), opts.explicit_cast):
+            raise SchemaMismatchError(
+                f"column {name!r}: data type {given} cannot be written to table type {dt}"
+                + ("" if opts.explicit_cast else " without write.merge-schema.explicit-cast"))
+        return cast_values(col, given, dt)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise SchemaMismatchError(f"column {name!r}: cannot convert {col.type} to {dt}: "
+                                  f"{e}") from e

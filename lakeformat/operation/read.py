@@ -125,7 +125,9 @@ def read_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: Table
     table = read_kv_file(file_io, path, fmt, columns=projection.file_columns(columns),
                          schema=file_schema)
     arrays = [table[SEQUENCE_NUMBER], table[VALUE_KIND], *projection.project(table, columns)]
-    return pa.table(arrays, names=[SEQUENCE_NUMBER, VALUE_KIND, *columns])
+    fields = [table.schema.field(SEQUENCE_NUMBER), table.schema.field(VALUE_KIND),
+              *arrow_schema(schema.fields_of(list(columns)), with_id=False)]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def _format_of(file_name: str, default: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from lakeformat.errors import LakeformatError
 from lakeformat.schema.table_schema import TableSchema
@@ -57,6 +58,28 @@ class SchemaManager:
         if ok:
             self._cache[schema.id] = schema
         return ok
+
+    def commit_next(self, make_next: Callable[[TableSchema], TableSchema],
+                    max_attempts: int = 100) -> TableSchema:
+        """Publish `make_next(latest)` as the next schema id, recomputing it from the new latest
+        schema whenever another writer took the id first (Paimon's commitChanges loop).
+
+        `make_next` returns the latest schema itself when there is nothing to change; it may
+        raise to refuse the change, and then nothing is written.
+        """
+        for _ in range(max_attempts):
+            latest = self.latest()
+            if latest is None:
+                raise LakeformatError(f"{self.table_path} holds no schema file")
+            nxt = make_next(latest)
+            if nxt is latest:
+                return latest
+            if nxt.id != latest.id + 1:
+                raise LakeformatError(f"schema change must produce id {latest.id + 1}")
+            if self.commit(nxt):
+                return nxt
+        raise LakeformatError(f"{self.table_path}: gave up committing a schema change after "
+                              f"{max_attempts} attempts; other writers kept changing the schema")
 
     def create(self, schema: TableSchema) -> TableSchema:
         if schema.id != 0:

@@ -533,6 +533,27 @@ def _assign_nested(dt: DataType, counter: int) -> tuple[DataType, int]:
     return dt, counter
 
 
+def reassign_field_ids(dt: DataType, highest: int) -> tuple[DataType, int]:
+    """Fresh ids above `highest` for the ROW fields inside `dt` (Paimon's ReassignFieldId:
+    depth-first, a field's id before its own nested fields). Returns the type and new highest."""
+    if dt.root == "ROW":
+        out = []
+        for f in dt.fields:
+            highest += 1
+            fid = highest
+            sub, highest = reassign_field_ids(f.type, highest)
+            out.append(replace(f, id=fid, type=sub))
+        return replace(dt, fields=tuple(out)), highest
+    if dt.root in ("ARRAY", "MULTISET"):
+        sub, highest = reassign_field_ids(dt.element, highest)  # type: ignore[arg-type]
+        return replace(dt, element=sub), highest
+    if dt.root == "MAP":
+        k, highest = reassign_field_ids(dt.key, highest)  # type: ignore[arg-type]
+        v, highest = reassign_field_ids(dt.value, highest)  # type: ignore[arg-type]
+        return replace(dt, key=k, value=v), highest
+    return dt, highest
+
+
 def max_field_id(fields: list[DataField] | tuple[DataField, ...]) -> int:
     """Highest field id including nested ROW fields (-1 when empty)."""
     best = -1

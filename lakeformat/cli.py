@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -13,7 +14,8 @@ import pyarrow as pa
 
 from lakeformat.catalog import Catalog
 from lakeformat.errors import LakeformatError
-from lakeformat.schema.types import DataField, parse_atomic, to_arrow
+from lakeformat.schema.schema_change import Move, SchemaChange
+from lakeformat.schema.types import DataField, parse_type, to_arrow
 from lakeformat.table import Table
 
 
@@ -52,8 +54,110 @@ def parse_columns(text: str) -> list[DataField]:
         name, _, type_text = col.strip().partition(" ")
         if not type_text.strip():
             raise SystemExit(f"column {col!r} needs a type, e.g. 'id BIGINT'")
-        fields.append(DataField(i, name.strip("`\""), parse_atomic(type_text)))
+        fields.append(DataField(i, name.strip("`\""), parse_type(type_text)))
     return fields
+
+
+ALTER_FLAGS = (
+    ("--set-option", "KEY=VALUE", "set a table option"),
+    ("--remove-option", "KEY", "remove a table option"),
+    ("--add-column", "'NAME TYPE [COMMENT text] [FIRST|AFTER col]'",
+     "add a nullable column (NAME may be a.b for a field of a ROW column)"),
+    ("--rename-column", "OLD=NEW", "rename a column (OLD may be a.b)"),
+    ("--drop-column", "NAME", "drop a column"),
+    ("--update-column-type", "'NAME TYPE'", "change a column's type (Paimon's cast rules)"),
+    ("--update-column-nullability", "NAME=true|false", "make a column nullable or NOT NULL"),
+    ("--update-column-comment", "NAME=COMMENT", "set a column's comment"),
+    ("--update-column-position", "'NAME FIRST|LAST|AFTER col|BEFORE col'", "move a column"),
+    ("--comment", "TEXT", "set the table comment"),
+)
+
+
+def _column_path(text: str) -> list[str]:
+    """'a.b' -> ['a', 'b']; a backquoted name may hold dots: '`a.b`'."""
+    text = text.strip()
+    if text.startswith("`") and text.endswith("`") and text.count("`") == 2:
+        return [text[1:-1]]
+    return [p.strip("`") for p in text.split(".")]
+
+
+def _pair(text: str, flag: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"{flag} takes KEY=VALUE, got {text!r}")
+    k, v = text.split("=", 1)
+    return k.strip(), v.strip()
+
+
+def _name_and_rest(text: str, flag: str) -> tuple[str, str]:
+    name, _, rest = text.strip().partition(" ")
+    if not name or not rest.strip():
+        raise argparse.ArgumentTypeError(f"{flag} takes 'NAME ...', got {text!r}")
+    return name, rest.strip()
+
+
+_POSITION = re.compile(r"^(?P<body>.*?)\s+(?:(?P<first>FIRST)|(?P<last>LAST)|"
+                       r"(?P<kind>AFTER|BEFORE)\s+(?P<ref>\S+))\s*$", re.IGNORECASE)
+_COMMENT = re.compile(r"^(?P<body>.*?)\s+COMMENT\s+'(?P<text>[^']*)'\s*$", re.IGNORECASE)
+
+
+def _change_parser(flag: str):
+    def parse(text: str) -> Any:
+        if flag == "--set-option":
+            return SchemaChange.set_option(*_pair(text, flag))
+        if flag == "--remove-option":
+            return SchemaChange.remove_option(text.strip())
+        if flag == "--rename-column":
+            old, new = _pair(text, flag)
+            return SchemaChange.rename_column(_column_path(old), new)
+        if flag == "--drop-column":
+            return SchemaChange.drop_column(_column_path(text))
+        if flag == "--update-column-nullability":
+            name, value = _pair(text, flag)
+            if value.lower() not in ("true", "false"):
+                raise argparse.ArgumentTypeError(f"{flag}: {value!r} is not true or false")
+            return SchemaChange.update_column_nullability(_column_path(name),
+                                                          value.lower() == "true")
+        if flag == "--update-column-comment":
+            name, value = _pair(text, flag)
+            return SchemaChange.update_column_comment(_column_path(name), value)
+        if flag == "--comment":
+            return SchemaChange.update_comment(text)
+        name, rest = _name_and_rest(text, flag)
+        try:
+            if flag == "--update-column-type":
+                return SchemaChange.update_column_type(_column_path(name), parse_type(rest))
+            m = _POSITION.match(" " + rest if flag == "--update-column-position" else rest)
+            if flag == "--update-column-position":
+                if not m or m.group("body").strip():
+                    raise argparse.ArgumentTypeError(
+                        f"{flag} takes 'NAME FIRST|LAST|AFTER col|BEFORE col', got {text!r}")
+                kind = (m.group("kind") or "").lower()
+                return SchemaChange.update_column_position(
+                    name, first=bool(m.group("first")), last=bool(m.group("last")),
+                    after=m.group("ref") if kind == "after" else None,
+                    before=m.group("ref") if kind == "before" else None)
+            move = None
+            if m and not m.group("last"):
+                rest = m.group("body")
+                if m.group("first"):
+                    move = Move.first(_column_path(name)[-1])
+                elif m.group("kind").lower() == "after":
+                    move = Move.after(_column_path(name)[-1], m.group("ref"))
+                else:
+                    move = Move.before(_column_path(name)[-1], m.group("ref"))
+            elif m:
+                rest = m.group("body")
+            comment = None
+            c = _COMMENT.match(rest)
+            if c:
+                rest, comment = c.group("body"), c.group("text")
+            return SchemaChange.add_column(_column_path(name), parse_type(rest), comment,
+                                           move)
+        except LakeformatError as e:
+            raise argparse.ArgumentTypeError(f"{flag} {text!r}: {e}") from None
+
+    parse.__name__ = flag.lstrip("-")
+    return parse
 
 
 def _print(obj: Any, as_json: bool) -> None:
@@ -149,6 +253,11 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "write":
             sp.add_argument("--overwrite", action="store_true",
                             help="replace the partitions written to")
+            sp.add_argument("--merge-schema", action="store_true",
+                            help="add the input's new columns to the table and widen types "
+                                 "(write.merge-schema)")
+            sp.add_argument("-W", "--write-option", action="append", metavar="KEY=VALUE",
+                            help="write option, e.g. write.merge-schema.explicit-cast=true")
     sp = add("read", "read rows (merge-on-read)")
     sp.add_argument("--columns", help="comma list")
     sp.add_argument("--where", action="append", metavar="COL=VALUE",
@@ -157,6 +266,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tag")
     sp.add_argument("--output", help="write to .parquet/.csv/.json instead of printing")
     sp.add_argument("--limit", type=int, default=50, help="rows to print (default 50)")
+    sp = add("alter", "change the schema: options and columns, applied in the order given")
+    for flag, meta, text in ALTER_FLAGS:
+        sp.add_argument(flag, dest="changes", action="append", metavar=meta,
+                        type=_change_parser(flag), help=text)
     add("snapshots", "list snapshots")
     add("schemas", "list schema versions")
     sp = add("files", "list live data files")
@@ -188,8 +301,12 @@ def run(args: argparse.Namespace) -> int:
     table = catalog.get_table(args.table)
     if cmd in ("write", "delete"):
         data = _cast_to_table(_read_input(args.input, args.format), table)
-        result = table.write(data, overwrite=args.overwrite) if cmd == "write" \
-            else table.delete(data)
+        if cmd == "write":
+            result = table.write(data, overwrite=args.overwrite,
+                                 merge_schema=True if args.merge_schema else None,
+                                 options=_kv(args.write_option, "write option"))
+        else:
+            result = table.delete(data)
         _print(result.to_dict() if args.json else str(result), args.json)
     elif cmd == "read":
         filt = None
@@ -209,6 +326,13 @@ def run(args: argparse.Namespace) -> int:
             print(result.slice(0, args.limit).to_pandas().to_string(index=False)
                   if _has_pandas() else result.slice(0, args.limit))
             print(f"({result.num_rows} rows)", file=sys.stderr)
+    elif cmd == "alter":
+        if not args.changes:
+            raise SystemExit("alter needs at least one change (see lakeformat alter --help)")
+        schema = table.alter(args.changes)
+        _print(json.loads(schema.to_json()) if args.json else
+               f"{table.name}: schema {schema.id}: "
+               f"{', '.join(f'{f.name} {f.type}' for f in schema.fields)}", args.json)
     elif cmd == "snapshots":
         _print([s.to_dict() for s in table.snapshots()] if args.json else
                [f"{s.id}\t{s.commit_kind}\tschema {s.schema_id}\t{s.total_record_count} records"

@@ -149,17 +149,9 @@ def cast_values(col: pa.Array | pa.ChunkedArray, src: DataType, dst: DataType
     s, d = src.root, dst.root
     if d in CHARACTER_STRING and s in CHARACTER_STRING + ("BOOLEAN", "DATE", "DECIMAL",
                                                           *INTEGERS):
-        out = col.cast(pa.string())
-        if dst.length is not None and dst.length != MAX_LENGTH and (
-                s not in CHARACTER_STRING or (src.length or MAX_LENGTH) > dst.length):
-            out = pc.utf8_slice_codeunits(out, 0, dst.length)
-        return out
+        return _fit_length(col.cast(pa.string()), dst, pad=" " if d == "CHAR" else None)
     if d in BINARY_STRING and s in BINARY_STRING + CHARACTER_STRING:
-        out = col.cast(pa.binary())
-        if dst.length is not None and dst.length != MAX_LENGTH and (
-                s not in BINARY_STRING or (src.length or MAX_LENGTH) > dst.length):
-            out = pc.binary_slice(out, 0, dst.length)
-        return out
+        return _fit_length(col.cast(pa.binary()), dst, pad=b"\x00" if d == "BINARY" else None)
     if s in NUMERIC and d in INTEGERS + APPROXIMATE:
         # Java narrows integers by wrapping and floats to integers by truncation
         return col.cast(target, safe=False)
@@ -168,3 +160,22 @@ def cast_values(col: pa.Array | pa.ChunkedArray, src: DataType, dst: DataType
             col = col.cast(pa.timestamp(col.type.unit))
         return col.cast(target, safe=False)
     return col.cast(target, safe=True)
+
+
+def _fit_length(col: pa.Array | pa.ChunkedArray, dst: DataType, pad: str | bytes | None
+                ) -> pa.Array | pa.ChunkedArray:
+    """Java's cast to a sized string/binary type: cut to the length; CHAR pads with spaces and
+    BINARY with zero bytes up to it (BinaryStringUtils.toCharacterString / toBinaryString)."""
+    n = dst.length
+    if n is None or n == MAX_LENGTH:
+        return col
+    text = isinstance(pad, str) or (pad is None and dst.root in CHARACTER_STRING)
+    if text:
+        col = pc.utf8_slice_codeunits(col, 0, n)
+        return pc.utf8_rpad(col, width=n, padding=pad) if pad else col
+    col = pc.binary_slice(col, 0, n)
+    if not pad:
+        return col
+    missing = pc.subtract(pa.scalar(n, pa.int32()), pc.binary_length(col))
+    filler = pc.binary_repeat(pa.scalar(pad, pa.binary()), missing)
+    return pc.binary_join_element_wise(col, filler, pa.scalar(b"", pa.binary()))

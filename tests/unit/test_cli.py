@@ -60,3 +60,43 @@ def test_cli_errors_are_reported_not_raised(tmp_path, capsys):
     pq.write_table(pa.table({"id": [1], "zzz": [2]}), bad)
     code, _, err = run(capsys, "--warehouse", wh, "write", "db.t", str(bad))
     assert code == 1 and "zzz" in err
+
+
+def test_cli_alter_and_merge_schema_write(tmp_path, capsys):
+    wh = str(tmp_path / "wh")
+    base = ["--warehouse", wh]
+    assert run(capsys, *base, "create-database", "db")[0] == 0
+    assert run(capsys, *base, "create-table", "db.t", "--columns",
+               "id BIGINT, name STRING, r ROW<x INT>", "--primary-key", "id",
+               "-O", "bucket=1")[0] == 0
+    src = tmp_path / "in.json"
+    src.write_text('{"id": 1, "name": "a", "extra": 2}\n')
+    code, out, _ = run(capsys, *base, "write", "db.t", str(src), "--json")
+    assert code == 1  # a column the table lacks, without --merge-schema
+    code, out, _ = run(capsys, *base, "write", "db.t", str(src), "--merge-schema", "--json")
+    assert code == 0 and json.loads(out)["snapshot_id"] == 1
+    code, out, err = run(capsys, *base, "alter", "db.t",
+                         "--add-column", "c DECIMAL(10, 2) COMMENT 'money' AFTER id",
+                         "--rename-column", "name=full_name",
+                         "--add-column", "r.y STRING",
+                         "--update-column-position", "extra FIRST",
+                         "--update-column-type", "extra BIGINT",
+                         "--update-column-comment", "id=the key",
+                         "--set-option", "snapshot.num-retained.min=2",
+                         "--comment", "wide table", "--json")
+    assert code == 0, err
+    schema = json.loads(out)
+    assert schema["id"] == 2 and schema["comment"] == "wide table"
+    assert [f["name"] for f in schema["fields"]] == ["extra", "id", "c", "full_name", "r"]
+    fields = {f["name"]: f for f in schema["fields"]}
+    assert fields["c"]["description"] == "money" and fields["c"]["type"] == "DECIMAL(10, 2)"
+    assert fields["extra"]["type"] == "BIGINT" and fields["id"]["description"] == "the key"
+    assert [f["name"] for f in fields["r"]["type"]["fields"]] == ["x", "y"]
+    assert schema["options"]["snapshot.num-retained.min"] == "2"
+    code, out, _ = run(capsys, *base, "read", "db.t", "--json")
+    assert json.loads(out) == [{"extra": 2, "id": 1, "c": None, "full_name": "a",
+                                "r": None}]
+    code, _, err = run(capsys, *base, "alter", "db.t", "--drop-column", "id")
+    assert code == 1 and "primary-key column 'id'" in err
+    code, out, _ = run(capsys, *base, "schemas", "db.t", "--json")
+    assert [s["id"] for s in json.loads(out)] == [0, 1, 2]

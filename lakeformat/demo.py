@@ -1,4 +1,5 @@
-"""`make demo`: a Paimon table on an embedded S3 server — create, write, update, delete, read.
+"""`make demo`: a Paimon table on an embedded S3 server — create, write, update, delete,
+merge-schema write, read.
 
 Runs against a moto S3 server bound to 127.0.0.1 (the `demo` extra), so it needs no cloud and
 no Docker. Set LAKEFORMAT_DEMO_WAREHOUSE to a path or s3:// URI to run it against real storage.
@@ -57,9 +58,12 @@ def run(warehouse: str, options: dict[str, str]) -> None:
         "dt": ["2024-01-01", "2024-01-02"], "id": [2, 1], "customer": ["bob", "dee"],
         "amount": [25.0, 45.0], "status": ["paid", "paid"]}, schema=schema)))
     print(t.delete(pa.table({"dt": ["2024-01-01"], "id": [3]})))
+    print(t.write(pa.table({  # a column the table lacks: merge-schema adds it (schema 1)
+        "dt": ["2024-01-02"], "id": [2], "customer": ["eve"], "amount": [50.0],
+        "status": ["shipped"], "carrier": ["ups"]}), merge_schema=True))
 
     rows = t.read().sort_by([("dt", "ascending"), ("id", "ascending")])
-    print("\nrows (merge-on-read of 3 snapshots):")
+    print("\nrows (merge-on-read of 4 snapshots; older rows read null for the new column):")
     for r in rows.to_pylist():
         print("  ", r)
     print("\nonly dt=2024-01-02 (partition pruning):",

@@ -14,6 +14,8 @@ from lakeformat.merge import check_merge_options
 from lakeformat.merge.sort import DELETE
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
+from lakeformat.meta.tag import TagManager
+from lakeformat.operation.cleanup import OlderThan
 from lakeformat.operation.conform import as_table, conform_merged, data_fields
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.predicate import Filter
@@ -21,15 +23,13 @@ from lakeformat.operation.read import TableRead
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.operation.write import write_table
 from lakeformat.options import CoreOptions, parse_bool
-from lakeformat.results import CommitResult
+from lakeformat.results import CommitResult, MaintenanceResult
 from lakeformat.schema.alter import apply_changes
 from lakeformat.schema.merging import MERGE_SCHEMA, MergeSchemaOptions, merge_schemas
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.schema.types import arrow_schema
 from lakeformat.storage import FileIO
-
-TAG_DIR = "tag"
 
 
 def validate_table_schema(schema: TableSchema) -> None:
@@ -117,12 +117,10 @@ class Table:
 
     # -- snapshots and tags --------------------------------------------------------------------
     def _tag_snapshot(self, tag: str) -> Snapshot:
-        path = self.file_io.join(self.path, TAG_DIR, f"tag-{tag}")
         try:
-            data = self.file_io.read_bytes(path)
-        except FileNotFoundError:
+            return TagManager(self.file_io, self.path).get(tag).snapshot
+        except LakeformatError:
             raise LakeformatError(f"tag {tag!r} does not exist in {self.name}") from None
-        return Snapshot.from_json(data, path)
 
     def _resolve_snapshot(self, snapshot_id: int | None, tag: str | None) -> Snapshot | None:
         if snapshot_id is not None and tag is not None:
@@ -259,3 +257,56 @@ class Table:
         deleted = sum(m.num_deleted_files for m in metas)
         entries = scan.read_entries(metas)
         return added, deleted, sum(e.file.file_size for e in entries if e.kind == 0)
+
+    # -- maintenance -----------------------------------------------------------------------------
+    def expire_snapshots(self, retain_min: int | None = None, retain_max: int | None = None,
+                         older_than: OlderThan = None, max_deletes: int | None = None,
+                         dry_run: bool = False) -> MaintenanceResult:
+        """Expire old snapshots as Paimon does (defaults from `snapshot.num-retained.min`,
+        `snapshot.num-retained.max`, `snapshot.time-retained`, `snapshot.expire.limit`)."""
+        from lakeformat.operation.expire import expire_snapshots
+        return expire_snapshots(self.file_io, self.path, self.refresh()._schema, self.name,
+                                retain_min, retain_max, older_than, max_deletes, dry_run)
+
+    def clean_schemas(self, retain_min: int | None = None, older_than: OlderThan = None,
+                      dry_run: bool = False) -> MaintenanceResult:
+        """Delete schema files nothing can need any more (Paimon keeps them forever)."""
+        from lakeformat.operation.schema_retention import clean_schemas
+        return clean_schemas(self.file_io, self.path, self.refresh()._schema, self.name,
+                             retain_min, older_than, dry_run)
+
+    def remove_orphan_files(self, older_than: OlderThan = None, dry_run: bool = False
+                            ) -> MaintenanceResult:
+        """Delete files under the table that nothing references (older than 1 day by default)."""
+        from lakeformat.operation.orphan_files import remove_orphan_files
+        return remove_orphan_files(self.file_io, self.path, self.refresh()._schema, self.name,
+                                   older_than, dry_run)
+
+    def expire_partitions(self, expiration_time: OlderThan = None, dry_run: bool = False
+                          ) -> MaintenanceResult:
+        """Drop partitions whose time (from their values) is older than
+        `partition.expiration-time`, as one OVERWRITE commit."""
+        from lakeformat.operation.partition_expire import expire_partitions
+        return expire_partitions(self.file_io, self.path, self.refresh()._schema, self.name,
+                                 expiration_time, dry_run)
+
+    def create_tag(self, name: str, snapshot_id: int | None = None,
+                   time_retained: OlderThan = None) -> dict[str, Any]:
+        """Tag a snapshot (latest by default); a tag keeps its files from expiry."""
+        from lakeformat.operation.tags import create_tag
+        return create_tag(self.file_io, self.path, name, snapshot_id, time_retained).to_dict()
+
+    def delete_tag(self, name: str, dry_run: bool = False) -> MaintenanceResult:
+        """Delete a tag and the files only it still held."""
+        from lakeformat.operation.tags import delete_tag
+        return delete_tag(self.file_io, self.path, self.refresh()._schema, self.name, name,
+                          dry_run)
+
+    def list_tags(self) -> list[dict[str, Any]]:
+        return [t.to_dict() for t in TagManager(self.file_io, self.path).tags()]
+
+    def rollback_to(self, target: int | str) -> MaintenanceResult:
+        """Make a snapshot id (int) or tag (str) the latest: later snapshots and tags are
+        deleted; files only they used become orphans (`remove_orphan_files`)."""
+        from lakeformat.operation.rollback import rollback_to
+        return rollback_to(self.file_io, self.path, self.name, target)

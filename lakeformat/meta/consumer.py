@@ -1,0 +1,48 @@
+"""`consumer/consumer-<id>`: the next snapshot a streaming consumer will read.
+
+Snapshot expiry never removes a snapshot a consumer still needs (`nextSnapshot` and later).
+"""
+
+from __future__ import annotations
+
+import json
+
+from lakeformat.errors import CorruptFileError
+from lakeformat.storage import FileIO
+
+CONSUMER_DIR = "consumer"
+CONSUMER_PREFIX = "consumer-"
+
+
+class ConsumerManager:
+    def __init__(self, file_io: FileIO, table_path: str):
+        self.file_io = file_io
+        self.consumer_dir = file_io.join(table_path, CONSUMER_DIR)
+
+    def consumer_path(self, consumer_id: str) -> str:
+        return self.file_io.join(self.consumer_dir, CONSUMER_PREFIX + consumer_id)
+
+    def consumers(self) -> dict[str, int]:
+        """consumer id -> nextSnapshot. An unreadable consumer file raises (never ignored:
+        ignoring it could let expiry remove the snapshots it pins)."""
+        out = {}
+        for st in self.file_io.list_status(self.consumer_dir):
+            base = st.path.rsplit("/", 1)[-1]
+            if not base.startswith(CONSUMER_PREFIX):
+                continue
+            try:
+                obj = json.loads(self.file_io.read_bytes(st.path))
+                out[base[len(CONSUMER_PREFIX):]] = int(obj["nextSnapshot"])
+            except FileNotFoundError:
+                continue  # removed meanwhile
+            except (ValueError, KeyError, TypeError) as e:
+                raise CorruptFileError(f"cannot parse consumer file {st.path}: {e}") from e
+        return out
+
+    def min_next_snapshot(self) -> int | None:
+        values = self.consumers().values()
+        return min(values) if values else None
+
+    def set(self, consumer_id: str, next_snapshot: int) -> None:
+        self.file_io.write_bytes(self.consumer_path(consumer_id),
+                                 json.dumps({"nextSnapshot": int(next_snapshot)}).encode())

@@ -1,0 +1,40 @@
+"""Helpers every cleanup job shares: the cut-off instant of `older_than`, and deleting."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Sequence
+
+from lakeformat.errors import InvalidOptionError
+from lakeformat.options import parse_duration
+from lakeformat.storage import FileIO
+
+OlderThan = dt.datetime | dt.timedelta | str | None
+
+
+def cutoff_millis(older_than: OlderThan, default: dt.timedelta, now_ms: int | None = None
+                  ) -> int:
+    """Epoch millis before which things count as old.
+
+    `older_than` is a datetime (the cut-off itself; naive means local time), a timedelta or a
+    duration string such as "1 h" / "7 d" (an age, as Paimon's duration options read), or None
+    for `default`.
+    """
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    if older_than is None:
+        return now - int(default.total_seconds() * 1000)
+    if isinstance(older_than, dt.datetime):
+        return int(older_than.timestamp() * 1000)
+    if isinstance(older_than, dt.timedelta):
+        return now - int(older_than.total_seconds() * 1000)
+    if isinstance(older_than, str):
+        return now - int(parse_duration(older_than, "older_than").total_seconds() * 1000)
+    raise InvalidOptionError(f"older_than must be a datetime, timedelta or duration text, "
+                             f"got {older_than!r}")
+
+
+def delete_paths(file_io: FileIO, paths: Sequence[str]) -> None:
+    """Delete in batches (S3 DeleteObjects takes 1,000 keys a request); missing is fine."""
+    if paths:
+        file_io.delete_many(list(paths))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import re
@@ -270,6 +271,31 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, meta, text in ALTER_FLAGS:
         sp.add_argument(flag, dest="changes", action="append", metavar=meta,
                         type=_change_parser(flag), help=text)
+    sp = add("expire-snapshots", "expire old snapshots and the files only they used")
+    sp.add_argument("--retain-min", type=int, help="default: snapshot.num-retained.min (10)")
+    sp.add_argument("--retain-max", type=int, help="default: snapshot.num-retained.max")
+    sp.add_argument("--older-than", help="age such as '1 h' (default snapshot.time-retained) "
+                                         "or an ISO time as the cut-off")
+    sp.add_argument("--max-deletes", type=int, help="default: snapshot.expire.limit (10)")
+    sp.add_argument("--dry-run", action="store_true", help="list what would be deleted")
+    sp = add("clean-schemas", "delete schema files nothing can need any more")
+    sp.add_argument("--retain-min", type=int)
+    sp.add_argument("--older-than")
+    sp.add_argument("--dry-run", action="store_true")
+    sp = add("remove-orphan-files", "delete files no snapshot, tag or consumer references")
+    sp.add_argument("--older-than", help="default 1 d; at least 1 h")
+    sp.add_argument("--dry-run", action="store_true")
+    sp = add("expire-partitions", "drop partitions older than partition.expiration-time")
+    sp.add_argument("--expiration-time", help="default: partition.expiration-time")
+    sp.add_argument("--dry-run", action="store_true")
+    sp = add("tag", "create, delete or list tags")
+    sp.add_argument("action", choices=["create", "delete", "list"])
+    sp.add_argument("name", nargs="?")
+    sp.add_argument("--snapshot", type=int, help="snapshot to tag (default: latest)")
+    sp.add_argument("--time-retained", help="expire the tag after this long, e.g. '7 d'")
+    sp.add_argument("--dry-run", action="store_true")
+    sp = add("rollback", "make a snapshot or tag the latest state")
+    sp.add_argument("target", help="snapshot id or tag name")
     add("snapshots", "list snapshots")
     add("schemas", "list schema versions")
     sp = add("files", "list live data files")
@@ -333,6 +359,19 @@ def run(args: argparse.Namespace) -> int:
         _print(json.loads(schema.to_json()) if args.json else
                f"{table.name}: schema {schema.id}: "
                f"{', '.join(f'{f.name} {f.type}' for f in schema.fields)}", args.json)
+    elif cmd in MAINTENANCE:
+        result = MAINTENANCE[cmd](table, args)
+        _print(result.to_dict() if args.json else str(result), args.json)
+    elif cmd == "tag":
+        if args.action == "list":
+            _print(table.list_tags(), args.json)
+        elif not args.name:
+            raise SystemExit(f"tag {args.action} needs a tag name")
+        elif args.action == "create":
+            _print(table.create_tag(args.name, args.snapshot, args.time_retained), args.json)
+        else:
+            result = table.delete_tag(args.name, dry_run=args.dry_run)
+            _print(result.to_dict() if args.json else str(result), args.json)
     elif cmd == "snapshots":
         _print([s.to_dict() for s in table.snapshots()] if args.json else
                [f"{s.id}\t{s.commit_kind}\tschema {s.schema_id}\t{s.total_record_count} records"
@@ -347,6 +386,29 @@ def run(args: argparse.Namespace) -> int:
                [f"{f['partition']}\tbucket-{f['bucket']}\tL{f['level']}\t{f['row_count']} rows"
                 f"\t{f['file_size']} B\t{f['file_name']}" for f in files], args.json)
     return 0
+
+
+def _older_than(text: str | None) -> Any:
+    """'1 h' / '7 d' (an age) or an ISO date-time (the cut-off itself)."""
+    if text is None:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return text
+
+
+MAINTENANCE = {
+    "expire-snapshots": lambda t, a: t.expire_snapshots(
+        a.retain_min, a.retain_max, _older_than(a.older_than), a.max_deletes, a.dry_run),
+    "clean-schemas": lambda t, a: t.clean_schemas(a.retain_min, _older_than(a.older_than),
+                                                  a.dry_run),
+    "remove-orphan-files": lambda t, a: t.remove_orphan_files(_older_than(a.older_than),
+                                                              a.dry_run),
+    "expire-partitions": lambda t, a: t.expire_partitions(_older_than(a.expiration_time),
+                                                          a.dry_run),
+    "rollback": lambda t, a: t.rollback_to(int(a.target) if a.target.isdigit() else a.target),
+}
 
 
 def _has_pandas() -> bool:

@@ -190,6 +190,24 @@ class CoreOptions:
         v = self.raw.get("commit.timeout")
         return None if v is None else parse_duration(v, "commit.timeout").total_seconds()
 
+    # snapshot expiry [CoreOptions.java]
+    @property
+    def snapshot_num_retained_min(self) -> int:
+        return self._int("snapshot.num-retained.min", 10)
+
+    @property
+    def snapshot_num_retained_max(self) -> int:
+        return self._int("snapshot.num-retained.max", 2147483647)
+
+    @property
+    def snapshot_time_retained(self) -> timedelta:
+        return parse_duration(self.raw.get("snapshot.time-retained", "1 h"),
+                              "snapshot.time-retained")
+
+    @property
+    def snapshot_expire_limit(self) -> int:
+        return self._int("snapshot.expire.limit", 10)
+
     @property
     def write_buffer_size(self) -> int:
         return self._size("write-buffer-size", "256 mb")

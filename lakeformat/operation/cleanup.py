@@ -34,7 +34,7 @@ def cutoff_millis(older_than: OlderThan, default: dt.timedelta, now_ms: int | No
                              f"got {older_than!r}")
 
 
-def delete_paths(file_io: FileIO, paths: Sequence[str]) -> None:
-    """Delete in batches (S3 DeleteObjects takes 1,000 keys a request); missing is fine."""
-    if paths:
-        file_io.delete_many(list(paths))
+def delete_paths(file_io: FileIO, paths: Sequence[str]) -> list[str]:
+    """Delete in batches (S3 DeleteObjects takes 1,000 keys a request); missing counts as
+    deleted. Returns the paths that could not be deleted."""
+    return file_io.delete_many(list(paths)) if paths else []

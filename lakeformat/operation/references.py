@@ -45,6 +45,7 @@ class TableReferences:
         self._list_cache: dict[str, list[ManifestFileMeta]] = {}
         self._entry_cache: dict[str, list[ManifestEntry]] = {}
         self._partitions: dict[bytes, tuple] = {}
+        self._list_sizes: dict[str, int] = {}
         self._lock = Lock()
         self.manifest_reads = 0
 
@@ -108,6 +109,11 @@ class TableReferences:
         """Names under `manifest/` a snapshot needs: its lists and the manifests in them
         (the index manifest by name: lakeformat never deletes index files it cannot read)."""
         names = {snap.base_manifest_list, snap.delta_manifest_list}
+        for name, size in ((snap.base_manifest_list, snap.base_manifest_list_size),
+                           (snap.delta_manifest_list, snap.delta_manifest_list_size),
+                           (snap.changelog_manifest_list, snap.changelog_manifest_list_size)):
+            if name and size:
+                self._list_sizes[name] = size
         names.update(m.file_name for m in self.data_manifests(snap))
         if snap.changelog_manifest_list:
             names.add(snap.changelog_manifest_list)
@@ -140,8 +146,9 @@ class TableReferences:
         return self.file_io.join(self.table_path, STATISTICS_DIR, name)
 
     def manifest_sizes(self) -> dict[str, int]:
-        """Sizes of every manifest read so far, from the manifest lists (no extra requests)."""
-        sizes: dict[str, int] = {}
+        """Sizes of the manifests and lists seen so far, as the manifest lists and snapshots
+        record them (no extra requests)."""
+        sizes: dict[str, int] = dict(self._list_sizes)
         for metas in self._list_cache.values():
             for m in metas:
                 sizes[m.file_name] = m.file_size

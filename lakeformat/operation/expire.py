@@ -1,0 +1,203 @@
+"""Snapshot expiry, as Paimon's `ExpireSnapshotsImpl` does it — and a little safer.
+
+Selection: keep at least `snapshot.num-retained.min` snapshots and at most
+`snapshot.num-retained.max`; a snapshot expires only once the snapshot after it is older than
+the cut-off (`snapshot.time-retained`); consumers pin the snapshot they read next and all later
+ones; at most `snapshot.expire.limit` snapshots go per run. With `[earliest, end)` expiring:
+
+1. data files deleted by the deltas of snapshots `(earliest, end]`,
+2. changelog files added by snapshots `[earliest, end)`,
+3. their manifest lists and manifests, and statistics files,
+4. the snapshot files, then the `EARLIEST` hint.
+
+Safer than Java: nothing live in the new earliest snapshot or in any tag is deleted (Java only
+consults the nearest earlier tag), index manifests and index files are never deleted (lakeformat
+cannot read them), and when a manifest cannot be read less is deleted, never more. The whole
+deletion list is planned before the first delete, so `dry_run` reports exactly what a real run
+deletes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from lakeformat.errors import InvalidOptionError
+from lakeformat.meta.consumer import ConsumerManager
+from lakeformat.meta.data_file_meta import FileKind
+from lakeformat.meta.snapshot import EARLIEST, Snapshot, SnapshotManager
+from lakeformat.meta.tag import TagManager
+from lakeformat.operation.cleanup import OlderThan, cutoff_millis, delete_paths
+from lakeformat.operation.references import TableReferences, deleted_in
+from lakeformat.options import CoreOptions
+from lakeformat.results import MaintenanceResult
+from lakeformat.schema.table_schema import TableSchema
+from lakeformat.storage import FileIO
+
+
+@dataclass
+class ExpirePlan:
+    earliest: int
+    end: int
+    snapshots: list[Snapshot]
+    data: dict[str, int] = field(default_factory=dict)  # path -> size, in deletion order
+    changelog: dict[str, int] = field(default_factory=dict)
+    manifests: dict[str, int] = field(default_factory=dict)
+    statistics: list[str] = field(default_factory=list)
+    snapshot_files: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def expire_range(sm: SnapshotManager, consumers: ConsumerManager, retain_min: int,
+                 retain_max: int, cutoff_ms: int, max_deletes: int) -> tuple[int, int] | None:
+    """`(earliest, end)`: snapshots `[earliest, end)` expire (None: no snapshot at all)."""
+    if retain_min < 1:
+        raise InvalidOptionError(f"retain_min must be at least 1, got {retain_min}")
+    if retain_max < retain_min:
+        raise InvalidOptionError(f"retain_max ({retain_max}) must not be less than retain_min "
+                                 f"({retain_min})")
+    if max_deletes < 1:
+        raise InvalidOptionError(f"max_deletes must be at least 1, got {max_deletes}")
+    latest = sm.latest_snapshot_id()
+    earliest = sm.earliest_snapshot_id()
+    if latest is None or earliest is None:
+        return None
+    low = max(latest - retain_max + 1, earliest)
+    end = latest - retain_min + 1
+    pinned = consumers.min_next_snapshot()
+    if pinned is not None:
+        end = min(end, pinned)
+    end = min(end, earliest + max_deletes)
+    for sid in range(low, end):
+        try:
+            nxt = sm.snapshot(sid + 1)
+        except FileNotFoundError:
+            continue  # removed by a concurrent expiry
+        if cutoff_ms <= nxt.time_millis:
+            return earliest, sid
+    return earliest, max(end, earliest)
+
+
+def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest: int,
+                end: int) -> ExpirePlan | None:
+    """What expiring `[earliest, end)` deletes; None when `end` no longer exists."""
+    sm = SnapshotManager(file_io, table_path)
+    snaps = []
+    for sid in range(earliest, end + 1):
+        try:
+            snaps.append(sm.snapshot(sid))
+        except FileNotFoundError:
+            continue
+    if not snaps or snaps[-1].id != end:
+        return None
+    plan = ExpirePlan(earliest, end, [s for s in snaps if s.id != end])
+    refs = TableReferences(file_io, table_path, schema)
+    tags = TagManager(file_io, table_path).tags()
+    keepers = [snaps[-1]] + [t.snapshot for t in tags]
+
+    # what the new earliest snapshot and every tag still use: never deleted
+    try:
+        keep_files: set[str] = set()
+        keep_meta: set[str] = set()
+        for k in keepers:
+            keep_meta |= refs.metadata_names(k)
+            if k.statistics:
+                keep_meta.add(k.statistics)
+            for e in refs.live_entries(k) + refs.changelog_entries(k):
+                keep_files.update(r.path for r in refs.file_refs(e))
+    except Exception as e:  # cannot know what is in use: delete no file at all
+        plan.skipped.append(f"kept every file: could not read what snapshot {end} and the "
+                            f"tags reference ({type(e).__name__}: {e})")
+        plan.snapshot_files = [sm.snapshot_path(s.id) for s in plan.snapshots]
+        return plan
+
+    for s in snaps:
+        if s.id == earliest:
+            continue  # its deletions were handled when the previous earliest expired
+        try:
+            entries = deleted_in(refs.delta_entries(s))
+        except Exception as e:
+            plan.skipped.append(f"kept data files deleted by snapshot {s.id}: {e}")
+            continue
+        for e in entries:
+            for r in refs.file_refs(e):
+                if r.path not in keep_files:
+                    plan.data.setdefault(r.path, r.size)
+    for s in plan.snapshots:
+        try:
+            entries = refs.changelog_entries(s)
+        except Exception as e:
+            plan.skipped.append(f"kept changelog files of snapshot {s.id}: {e}")
+            continue
+        for e in entries:
+            if e.kind == FileKind.ADD:
+                for r in refs.file_refs(e):
+                    if r.path not in keep_files:
+                        plan.changelog.setdefault(r.path, r.size)
+    index_names = {s.index_manifest for s in snaps if s.index_manifest}
+    per_snapshot: list[tuple[Snapshot, set[str]]] = []
+    for s in plan.snapshots:
+        try:
+            per_snapshot.append((s, refs.metadata_names(s)))
+        except Exception as e:
+            plan.skipped.append(f"kept manifests of snapshot {s.id}: {e}")
+            per_snapshot.append((s, set()))
+    sizes = refs.manifest_sizes()
+    for s, names in per_snapshot:
+        for name in sorted(names - keep_meta - index_names):
+            plan.manifests.setdefault(refs.manifest_path(name), sizes.get(name, 0))
+        if s.statistics and s.statistics not in keep_meta:
+            plan.statistics.append(refs.statistics_path(s.statistics))
+    plan.snapshot_files = [sm.snapshot_path(s.id) for s in plan.snapshots]
+    return plan
+
+
+def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
+                     retain_min: int | None = None, retain_max: int | None = None,
+                     older_than: OlderThan = None, max_deletes: int | None = None,
+                     dry_run: bool = False) -> MaintenanceResult:
+    start = time.monotonic()
+    opts = CoreOptions(schema.options)
+    retain_min = opts.snapshot_num_retained_min if retain_min is None else int(retain_min)
+    retain_max = opts.snapshot_num_retained_max if retain_max is None else int(retain_max)
+    max_deletes = opts.snapshot_expire_limit if max_deletes is None else int(max_deletes)
+    cutoff = cutoff_millis(older_than, opts.snapshot_time_retained)
+    result = MaintenanceResult(table_name, "expire-snapshots", dry_run=dry_run)
+    sm = SnapshotManager(file_io, table_path)
+    span = expire_range(sm, ConsumerManager(file_io, table_path), retain_min, retain_max,
+                        cutoff, max_deletes)
+    if span is None:
+        result.duration_s = round(time.monotonic() - start, 3)
+        return result
+    earliest, end = span
+    result.earliest_snapshot = earliest
+    result.latest_snapshot = sm.latest_snapshot_id()
+    plan = plan_expire(file_io, table_path, schema, earliest, end) if end > earliest else None
+    if plan is None:
+        if not dry_run and end <= earliest and not file_io.exists(
+                file_io.join(sm.snapshot_dir, EARLIEST)):
+            sm.commit_earliest_hint(earliest)
+        result.duration_s = round(time.monotonic() - start, 3)
+        return result
+    result.snapshots_deleted = [s.id for s in plan.snapshots]
+    result.data_files_deleted = len(plan.data)
+    result.changelog_files_deleted = len(plan.changelog)
+    result.manifest_files_deleted = len(plan.manifests)
+    result.other_files_deleted = len(plan.statistics)
+    result.bytes_deleted = (sum(plan.data.values()) + sum(plan.changelog.values())
+                            + sum(plan.manifests.values()))
+    result.deleted = (list(plan.data) + list(plan.changelog) + list(plan.manifests)
+                      + plan.statistics + plan.snapshot_files)
+    result.skipped = plan.skipped
+    result.earliest_snapshot = end
+    if not dry_run:
+        failed: list[str] = []
+        for batch in (list(plan.data), list(plan.changelog), list(plan.manifests),
+                      plan.statistics, plan.snapshot_files):
+            failed += delete_paths(file_io, batch)
+        sm.commit_earliest_hint(end)
+        if failed:
+            result.skipped.append(f"{len(failed)} files could not be deleted: {failed[:5]}")
+            result.deleted = [p for p in result.deleted if p not in set(failed)]
+    result.duration_s = round(time.monotonic() - start, 3)
+    return result

@@ -1,0 +1,58 @@
+"""Rollback to a snapshot or tag, as Paimon's RollbackHelper does.
+
+The target becomes the latest snapshot: `LATEST` is pointed at it first, then later snapshot
+files are deleted newest first (readers never see a gap), then tags of later snapshots. Data
+and manifest files that only the removed snapshots used are left for `remove_orphan_files`,
+as in Paimon. Rolling back to a tag whose snapshot has expired restores the snapshot file from
+the tag first.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from lakeformat.errors import LakeformatError
+from lakeformat.meta.snapshot import SnapshotManager
+from lakeformat.meta.tag import TagManager
+from lakeformat.results import MaintenanceResult
+from lakeformat.storage import FileIO
+
+
+def rollback_to(file_io: FileIO, table_path: str, table_name: str, target: int | str
+                ) -> MaintenanceResult:
+    start = time.monotonic()
+    sm = SnapshotManager(file_io, table_path)
+    tags = TagManager(file_io, table_path)
+    result = MaintenanceResult(table_name, "rollback")
+    if isinstance(target, str) and not target.isdigit():
+        snap = tags.get(target).snapshot
+        if not sm.exists(snap.id):
+            restored = replace(snap, extra={k: v for k, v in snap.extra.items()
+                                            if k not in ("tagCreateTime", "tagTimeRetained")})
+            file_io.write_if_absent(sm.snapshot_path(snap.id), restored.to_json().encode())
+            sm.commit_earliest_hint(snap.id)
+        target_id = snap.id
+    else:
+        target_id = int(target)
+        if not sm.exists(target_id):
+            raise LakeformatError(f"cannot roll {table_name} back to snapshot {target_id}: it "
+                                  "does not exist (expired or never written); roll back to a "
+                                  "tag instead")
+    latest = sm.latest_snapshot_id() or target_id
+    sm.commit_latest_hint(target_id)
+    for sid in range(latest, target_id, -1):
+        path = sm.snapshot_path(sid)
+        if sm.exists(sid):
+            file_io.delete(path)
+            result.snapshots_deleted.append(sid)
+            result.deleted.append(path)
+    for tag in tags.tags():
+        if tag.snapshot_id > target_id:
+            tags.delete_file(tag.name)
+            result.deleted.append(tags.tag_path(tag.name))
+            result.other_files_deleted += 1
+    result.latest_snapshot = target_id
+    result.earliest_snapshot = sm.earliest_snapshot_id()
+    result.duration_s = round(time.monotonic() - start, 3)
+    return result

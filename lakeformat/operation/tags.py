@@ -1,0 +1,109 @@
+"""Creating tags, and deleting one with the files only it still held (Paimon's TagDeletion).
+
+A tag keeps everything its snapshot reads from expiry. Deleting it removes the tag file; if
+the tagged snapshot still exists, or another tag names the same snapshot, nothing else goes.
+Otherwise the data, changelog and manifest files that only this tag still used are deleted:
+those not used by the earliest snapshot or by any other tag (Java compares with the two
+neighbouring tags only; every other tag is consulted here, which can only delete less).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+from lakeformat.errors import InvalidOptionError, LakeformatError
+from lakeformat.meta.snapshot import SnapshotManager
+from lakeformat.meta.tag import Tag, TagManager, check_tag_name
+from lakeformat.operation.cleanup import delete_paths
+from lakeformat.operation.references import TableReferences
+from lakeformat.options import parse_duration
+from lakeformat.results import MaintenanceResult
+from lakeformat.schema.table_schema import TableSchema
+from lakeformat.storage import FileIO
+
+
+def create_tag(file_io: FileIO, table_path: str, name: str, snapshot_id: int | None = None,
+               time_retained: dt.timedelta | str | None = None) -> Tag:
+    check_tag_name(name)
+    sm = SnapshotManager(file_io, table_path)
+    if snapshot_id is None:
+        snap = sm.latest_snapshot()
+        if snap is None:
+            raise LakeformatError(f"cannot tag {table_path}: the table has no snapshot yet")
+    else:
+        try:
+            snap = sm.snapshot(int(snapshot_id))
+        except FileNotFoundError:
+            raise LakeformatError(f"cannot tag snapshot {snapshot_id}: it does not exist "
+                                  "(expired or never written)") from None
+    if isinstance(time_retained, str):
+        time_retained = parse_duration(time_retained, "time_retained")
+    if time_retained is not None and not isinstance(time_retained, dt.timedelta):
+        raise InvalidOptionError(f"time_retained must be a timedelta or duration text, got "
+                                 f"{time_retained!r}")
+    return TagManager(file_io, table_path).create(name, snap, time_retained)
+
+
+def delete_tag(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
+               name: str, dry_run: bool = False) -> MaintenanceResult:
+    start = time.monotonic()
+    manager = TagManager(file_io, table_path)
+    tag = manager.get(name)
+    result = MaintenanceResult(table_name, "delete-tag", dry_run=dry_run)
+    sm = SnapshotManager(file_io, table_path)
+    others = [t for t in manager.tags() if t.name != name]
+    tag_file = manager.tag_path(name)
+    if sm.exists(tag.snapshot_id) or any(t.snapshot_id == tag.snapshot_id for t in others):
+        result.deleted = [tag_file]
+        result.other_files_deleted = 1
+        if not dry_run:
+            manager.delete_file(name)
+        result.duration_s = round(time.monotonic() - start, 3)
+        return result
+    refs = TableReferences(file_io, table_path, schema)
+    keepers = [t.snapshot for t in others]
+    earliest = sm.earliest_snapshot_id()
+    if earliest is not None:
+        keepers.append(sm.snapshot(earliest))
+    data: dict[str, int] = {}
+    changelog: dict[str, int] = {}
+    manifests: dict[str, int] = {}
+    try:
+        keep_files: set[str] = set()
+        keep_meta: set[str] = set()
+        for k in keepers:
+            keep_meta |= refs.metadata_names(k)
+            for e in refs.live_entries(k) + refs.changelog_entries(k):
+                keep_files.update(r.path for r in refs.file_refs(e))
+        snap = tag.snapshot
+        for e in refs.live_entries(snap):
+            for r in refs.file_refs(e):
+                if r.path not in keep_files:
+                    data.setdefault(r.path, r.size)
+        for e in refs.changelog_entries(snap):
+            for r in refs.file_refs(e):
+                if r.path not in keep_files:
+                    changelog.setdefault(r.path, r.size)
+        sizes = refs.manifest_sizes()
+        index = {snap.index_manifest} if snap.index_manifest else set()
+        for n in sorted(refs.metadata_names(snap) - keep_meta - index):
+            manifests[refs.manifest_path(n)] = sizes.get(n, 0)
+    except Exception as e:  # cannot know what is still used: only the tag file goes
+        result.skipped.append(f"kept the tag's files: {type(e).__name__}: {e}")
+        data, changelog, manifests = {}, {}, {}
+    result.data_files_deleted = len(data)
+    result.changelog_files_deleted = len(changelog)
+    result.manifest_files_deleted = len(manifests)
+    result.other_files_deleted = 1
+    result.bytes_deleted = sum(data.values()) + sum(changelog.values()) + sum(manifests.values())
+    result.deleted = [tag_file, *data, *changelog, *manifests]
+    if not dry_run:
+        manager.delete_file(name)  # first: a crash later leaves orphans, never a broken tag
+        failed = delete_paths(file_io, [*data, *changelog, *manifests])
+        if failed:
+            result.skipped.append(f"{len(failed)} files could not be deleted: {failed[:5]}")
+            result.deleted = [p for p in result.deleted if p not in set(failed)]
+    result.earliest_snapshot = earliest
+    result.duration_s = round(time.monotonic() - start, 3)
+    return result

@@ -100,3 +100,34 @@ def test_cli_alter_and_merge_schema_write(tmp_path, capsys):
     assert code == 1 and "primary-key column 'id'" in err
     code, out, _ = run(capsys, *base, "schemas", "db.t", "--json")
     assert [s["id"] for s in json.loads(out)] == [0, 1, 2]
+
+
+def test_cli_expire_tag_rollback(tmp_path, capsys):
+    wh = str(tmp_path / "wh")
+    base = ["--warehouse", wh]
+    run(capsys, *base, "create-database", "db")
+    run(capsys, *base, "create-table", "db.t", "--columns", "id BIGINT, v BIGINT",
+        "--primary-key", "id", "-O", "bucket=1")
+    src = tmp_path / "in.json"
+    for i in range(4):
+        src.write_text(f'{{"id": {i}, "v": {i}}}\n')
+        assert run(capsys, *base, "write", "db.t", str(src))[0] == 0
+    code, out, _ = run(capsys, *base, "tag", "db.t", "create", "t2", "--snapshot", "2",
+                       "--json")
+    assert code == 0 and json.loads(out)["snapshot_id"] == 2
+    code, out, _ = run(capsys, *base, "expire-snapshots", "db.t", "--retain-min", "1",
+                       "--older-than", "0 s", "--dry-run", "--json")
+    dry = json.loads(out)
+    assert code == 0 and dry["dry_run"] and dry["snapshots_deleted"] == [1, 2, 3]
+    code, out, _ = run(capsys, *base, "expire-snapshots", "db.t", "--retain-min", "1",
+                       "--older-than", "0 s", "--json")
+    real = json.loads(out)
+    assert real["deleted"] == dry["deleted"] and real["earliest_snapshot"] == 4
+    code, out, _ = run(capsys, *base, "rollback", "db.t", "t2", "--json")
+    assert code == 0 and json.loads(out)["latest_snapshot"] == 2
+    code, out, _ = run(capsys, *base, "read", "db.t", "--json")
+    assert sorted(r["id"] for r in json.loads(out)) == [0, 1]
+    code, out, _ = run(capsys, *base, "tag", "db.t", "list", "--json")
+    assert [t["name"] for t in json.loads(out)] == ["t2"]
+    code, out, err = run(capsys, *base, "rollback", "db.t", "9")
+    assert code == 1 and "does not exist" in err

@@ -1,0 +1,282 @@
+"""Partition expiry by partition values (Paimon's `values-time` strategy).
+
+A partition's time is read from its values as Java's `PartitionTimeExtractor` does:
+`partition.timestamp-pattern` (e.g. `$dt` or `$dt $hour:00:00`; default: the first partition
+value) gives the text, `partition.timestamp-formatter` (a Java `DateTimeFormatter` pattern such
+as `yyyyMMdd`; default: `yyyy-MM-dd HH:mm:ss` or `yyyy-MM-dd`, leniently) parses it. A partition
+expires when its time is before now − `partition.expiration-time` (local time, as Java's
+`LocalDateTime.now()`). At most `partition.expiration-max-num` partitions (default 100, the
+first in the order of their joined values) are dropped per run, as one OVERWRITE snapshot that
+deletes every file live in them; the files themselves go when the snapshots holding them
+expire. Partitions whose values cannot be read as a time are kept and reported.
+
+DATE and TIMESTAMP partition values are read as their ISO text (`2024-01-31`,
+`2024-01-31 10:00:00`); Java would try to parse its internal number and keep the partition.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from lakeformat.errors import InvalidOptionError, LakeformatError, UnsupportedError
+from lakeformat.meta.binary_row import from_avro_bytes
+from lakeformat.meta.partition import partition_path, partition_value_text
+from lakeformat.meta.snapshot import SnapshotManager
+from lakeformat.operation.cleanup import OlderThan
+from lakeformat.operation.commit import FileStoreCommit
+from lakeformat.operation.references import TableReferences
+from lakeformat.operation.scan import FileStoreScan
+from lakeformat.options import CoreOptions, parse_duration
+from lakeformat.results import MaintenanceResult
+from lakeformat.schema.table_schema import TableSchema
+from lakeformat.storage import FileIO
+
+EXPIRATION_TIME = "partition.expiration-time"
+EXPIRATION_STRATEGY = "partition.expiration-strategy"
+EXPIRATION_MAX_NUM = "partition.expiration-max-num"
+TIMESTAMP_FORMATTER = "partition.timestamp-formatter"
+TIMESTAMP_PATTERN = "partition.timestamp-pattern"
+DEFAULT_MAX_NUM = 100
+OPERATION = "expire-partitions"
+
+
+class TimeParseError(ValueError):
+    """Partition values that do not hold a time (the partition is kept)."""
+
+
+# -- Java DateTimeFormatter patterns ---------------------------------------------------------
+_FIELDS = {"y": "year", "u": "year", "M": "month", "d": "day", "H": "hour", "m": "minute",
+           "s": "second", "S": "fraction"}
+_DEFAULT = re.compile(r"(\d{1,10})-(\d{1,2})-(\d{1,2})"
+                      r"(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,9}))?)?")
+
+
+def compile_formatter(pattern: str) -> tuple[re.Pattern[str], list[tuple[str, int]]]:
+    """A Java `DateTimeFormatter.ofPattern` pattern as a regex and its (field, width) groups.
+
+    Numeric fields only: y/u (year), M, d, H, m, s, S, quoted text and literals. Variable-width
+    fields leave room for fixed-width neighbours, as Java's adjacent value parsing does.
+    """
+    out: list[str] = []
+    groups: list[tuple[str, int]] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "'":
+            end = pattern.find("'", i + 1)
+            if end < 0:
+                raise InvalidOptionError(f"option {TIMESTAMP_FORMATTER!r}: unclosed quote in "
+                                         f"{pattern!r}")
+            out.append(re.escape(pattern[i + 1:end]) if end > i + 1 else "'")
+            i = end + 1
+            continue
+        if c.isascii() and c.isalpha():
+            n = 1
+            while i + n < len(pattern) and pattern[i + n] == c:
+                n += 1
+            field = _FIELDS.get(c)
+            if field is None or (field == "month" and n > 2) or (
+                    field not in ("year", "fraction") and n > 2):
+                raise UnsupportedError(f"option {TIMESTAMP_FORMATTER!r}: pattern letters "
+                                       f"{c * n!r} in {pattern!r} are not supported (numeric "
+                                       "y, u, M, d, H, m, s, S only)")
+            if field == "fraction":
+                out.append(rf"(\d{{{n}}})")
+            elif field == "year" and n == 2:
+                out.append(r"(\d{2})")  # reduced year: 2000 + yy
+            elif n == 2 and field != "year":
+                out.append(r"(\d{2})")
+            else:
+                out.append(rf"(\d{{{n},19}})")
+            groups.append((field, n))
+            i += n
+            continue
+        if c in "[]{}#":
+            raise UnsupportedError(f"option {TIMESTAMP_FORMATTER!r}: {c!r} in {pattern!r} is "
+                                   "not supported")
+        out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out)), groups
+
+
+def _parse_formatted(text: str, pattern: str) -> dt.datetime:
+    regex, groups = compile_formatter(pattern)
+    m = regex.fullmatch(text)
+    if m is None:
+        raise TimeParseError(f"{text!r} does not match {pattern!r}")
+    f: dict[str, int] = {}
+    for (field, width), raw in zip(groups, m.groups(), strict=True):
+        if field == "fraction":
+            f[field] = int(raw.ljust(9, "0")[:6])
+        elif field == "year" and width == 2:
+            f[field] = 2000 + int(raw)
+        else:
+            f[field] = int(raw)
+    if not {"year", "month", "day"} <= f.keys():
+        raise TimeParseError(f"{pattern!r} does not give a full date")
+    year, month, day = f["year"], f["month"], f["day"]
+    if not (1 <= year <= 9999 and 1 <= month <= 12 and 1 <= day <= 31):
+        raise TimeParseError(f"{text!r} is not a valid date")
+    # Java's SMART resolver moves day 29..31 past the month's end to its last day
+    last = (dt.date(year + month // 12, month % 12 + 1, 1) - dt.timedelta(days=1)).day
+    day = min(day, last)
+    if "hour" not in f:
+        return dt.datetime(year, month, day)
+    hour, minute, second = f["hour"], f.get("minute", 0), f.get("second", 0)
+    if hour > 23 or minute > 59 or second > 59:
+        raise TimeParseError(f"{text!r} is not a valid time")
+    return dt.datetime(year, month, day, hour, minute, second, f.get("fraction", 0))
+
+
+def _parse_default(text: str) -> dt.datetime:
+    """`yyyy-M-d[ H:m:s[.fraction]]`, resolved leniently (month 13 is next January)."""
+    m = _DEFAULT.fullmatch(text)
+    if m is None:
+        raise TimeParseError(f"{text!r} is not 'yyyy-MM-dd' or 'yyyy-MM-dd HH:mm:ss'")
+    year, month, day = (int(x) for x in m.group(1, 2, 3))
+    hour, minute, second = (int(x or 0) for x in m.group(4, 5, 6))
+    micros = int((m.group(7) or "0").ljust(9, "0")[:6])
+    months = year * 12 + month - 1
+    try:
+        base = dt.datetime(months // 12, months % 12 + 1, 1)
+        return base + dt.timedelta(days=day - 1, hours=hour, minutes=minute, seconds=second,
+                                   microseconds=micros)
+    except (ValueError, OverflowError) as e:
+        raise TimeParseError(f"{text!r}: {e}") from None
+
+
+def _replace_pattern(pattern: str, keys: Sequence[str], values: Sequence[str | None]) -> str:
+    """`$key` -> value, longest key first (so `$dt` does not match inside `$dt1`)."""
+    order = sorted(range(len(keys)), key=lambda i: -len(keys[i]))
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "$" and i + 1 < len(pattern):
+            hit = next((k for k in order if pattern.startswith(keys[k], i + 1)), None)
+            if hit is not None:
+                if values[hit] is None:
+                    raise TimeParseError(f"partition value {keys[hit]!r} is null")
+                out.append(values[hit])  # type: ignore[arg-type]
+                i += 1 + len(keys[hit])
+                continue
+        out.append(pattern[i])
+        i += 1
+    return "".join(out)
+
+
+def extract_time(keys: Sequence[str], values: Sequence[str | None], pattern: str | None,
+                 formatter: str | None) -> dt.datetime:
+    """Java's `PartitionTimeExtractor.extract`; raises TimeParseError when there is no time."""
+    if pattern is None:
+        if values[0] is None:
+            raise TimeParseError(f"partition value {keys[0]!r} is null")
+        text = values[0]
+    else:
+        text = _replace_pattern(pattern, keys, values)
+    return _parse_default(text) if formatter is None else _parse_formatted(text, formatter)
+
+
+# -- expiry ---------------------------------------------------------------------------------
+def _cutoff(expiration_time: OlderThan, options: dict[str, str]) -> dt.datetime:
+    """The local date-time before which partitions expire."""
+    if isinstance(expiration_time, dt.datetime):
+        if expiration_time.tzinfo is not None:
+            return expiration_time.astimezone().replace(tzinfo=None)
+        return expiration_time
+    if isinstance(expiration_time, dt.timedelta):
+        age = expiration_time
+    elif isinstance(expiration_time, str):
+        age = parse_duration(expiration_time, "expiration_time")
+    elif expiration_time is None:
+        raw = options.get(EXPIRATION_TIME)
+        if raw is None:
+            raise InvalidOptionError(f"set table option {EXPIRATION_TIME!r} or pass "
+                                     "expiration_time: there is no default")
+        age = parse_duration(raw, EXPIRATION_TIME)
+    else:
+        raise InvalidOptionError(f"expiration_time must be a datetime, timedelta or duration "
+                                 f"text, got {expiration_time!r}")
+    return dt.datetime.now() - age
+
+
+def _value_text(value: Any, data_type: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        return partition_value_text(value, data_type, legacy_name=False)
+    except LakeformatError:
+        return str(value)
+
+
+def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
+                      expiration_time: OlderThan, dry_run: bool) -> MaintenanceResult:
+    start = time.monotonic()
+    if not schema.partition_keys:
+        raise LakeformatError(f"{table_name} has no partition keys: there are no partitions "
+                              "to expire")
+    opts = CoreOptions(schema.options)
+    strategy = str(opts.get(EXPIRATION_STRATEGY, "values-time")).strip()
+    if strategy == "update-time":
+        raise UnsupportedError(f"{EXPIRATION_STRATEGY}=update-time is not supported by "
+                               "lakeformat; use values-time")
+    if strategy != "values-time":
+        raise InvalidOptionError(f"unknown {EXPIRATION_STRATEGY} {strategy!r} (values-time, "
+                                 "update-time)")
+    raw_max = str(opts.get(EXPIRATION_MAX_NUM, str(DEFAULT_MAX_NUM))).strip()
+    max_num = int(raw_max) if re.fullmatch(r"-?\d+", raw_max) else 0
+    if max_num < 1:
+        raise InvalidOptionError(f"option {EXPIRATION_MAX_NUM!r} must be a positive integer, "
+                                 f"got {raw_max!r}")
+    pattern, formatter = opts.get(TIMESTAMP_PATTERN), opts.get(TIMESTAMP_FORMATTER)
+    if formatter is not None:
+        compile_formatter(formatter)  # a bad formatter is an error, not "no partition expires"
+    cutoff = _cutoff(expiration_time, dict(schema.options))
+    result = MaintenanceResult(table_name, OPERATION, dry_run=dry_run)
+    latest = SnapshotManager(file_io, table_path).latest_snapshot()
+    fields = schema.partition_fields()
+    types = [f.type for f in fields]
+    keys = list(schema.partition_keys)
+    files: dict[bytes, list[int]] = {}
+    for e in FileStoreScan(file_io, table_path, schema).live_entries(latest):
+        files.setdefault(e.partition, []).append(e.file.file_size)
+    expired: list[tuple[str, bytes, str]] = []
+    for partition in files:
+        values = from_avro_bytes(partition, types)
+        texts = [_value_text(v, t) for v, t in zip(values, types, strict=True)]
+        spec = partition_path(values, fields, opts.partition_default_name, False) or "/"
+        try:
+            when = extract_time(keys, texts, pattern, formatter)
+        except TimeParseError as e:
+            result.skipped.append(f"{spec}: kept, no time in its values ({e})")
+            continue
+        if when < cutoff:
+            joined = ",".join(opts.partition_default_name if t is None else t for t in texts)
+            expired.append((joined, partition, spec))
+    expired.sort()
+    if len(expired) > max_num:
+        result.skipped.append(f"{len(expired) - max_num} more expired partitions left for the "
+                              f"next run ({EXPIRATION_MAX_NUM}={max_num})")
+        expired = expired[:max_num]
+    result.earliest_snapshot = SnapshotManager(file_io, table_path).earliest_snapshot_id()
+    result.latest_snapshot = latest.id if latest else None
+    if not expired:
+        result.duration_s = round(time.monotonic() - start, 3)
+        return result
+    result.deleted = [spec for _, _, spec in expired]
+    sizes = [s for _, partition, _ in expired for s in files[partition]]
+    if dry_run:
+        result.data_files_deleted, result.bytes_deleted = len(sizes), sum(sizes)
+    else:
+        snap = FileStoreCommit(file_io, table_path, schema).commit(
+            [], overwrite_partitions=[partition for _, partition, _ in expired])
+        if snap is not None:
+            result.latest_snapshot = snap.id
+            dropped = TableReferences(file_io, table_path, schema).delta_entries(snap)
+            result.data_files_deleted = len(dropped)
+            result.bytes_deleted = sum(e.file.file_size for e in dropped)
+    result.duration_s = round(time.monotonic() - start, 3)
+    return result

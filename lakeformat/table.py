@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from lakeformat.operation.read import TableRead
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.operation.write import write_table
 from lakeformat.options import CoreOptions
-from lakeformat.results import CommitResult
+from lakeformat.results import CommitResult, CompactResult
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.schema.types import arrow_schema
@@ -195,3 +195,33 @@ class Table:
         deleted = sum(m.num_deleted_files for m in metas)
         entries = scan.read_entries(metas)
         return added, deleted, sum(e.file.file_size for e in entries if e.kind == 0)
+
+    # -- compaction ----------------------------------------------------------------------------
+    def compact(self, full: bool = True, partitions: Sequence[dict[str, Any]] | None = None,
+                where: Filter = None, partition_idle_time: Any = None,
+                memory_budget: int | str | None = None, workers: int | None = None,
+                partitions_per_commit: int = 16,
+                progress: Callable[[str], Any] | None = None) -> CompactResult:
+        """Compact the latest snapshot's buckets; COMPACT snapshot(s) per group of partitions.
+
+        `full=True` merges every sorted run of a bucket into the top level; `full=False` runs
+        Paimon's universal compaction picks. `partitions` (list of {key: value}) or `where`
+        (DNF tuples on partition columns) select partitions; `partition_idle_time` (timedelta
+        or "1 h") keeps only partitions not written for that long. `memory_budget` (bytes or
+        "256 mb"; default the table's write-buffer-size) bounds the memory of the whole job.
+        """
+        from lakeformat.operation.compact import compact_table
+        from lakeformat.operation.compact_select import (
+            idle_before,
+            parse_budget,
+            select_partitions,
+        )
+
+        self.refresh()
+        schema = self._schema
+        return compact_table(
+            self.file_io, self.path, schema, self.name, full=full,
+            partition_filter=select_partitions(schema, partitions, where),
+            partition_idle_before=idle_before(partition_idle_time),
+            memory_budget=parse_budget(memory_budget), workers=workers,
+            partitions_per_commit=partitions_per_commit, progress=progress)

@@ -119,6 +119,8 @@ def _one_run(args: argparse.Namespace, warehouse: str, batches: list[pa.Table],
     catalog = CatalogFactory.create({"warehouse": warehouse})
     catalog.create_database("bench", True)
     options = {"bucket": str(args.bucket)}
+    if args.merge_engine:
+        options["merge-engine"] = args.merge_engine
     if args.mode == "rust":
         options.update(NATIVE_OPTIONS)
     catalog.create_table(
@@ -167,6 +169,7 @@ def main() -> None:
     p.add_argument("--result", required=True, help="Parquet file for the rows read back")
     p.add_argument("--bucket", type=int, default=4)
     p.add_argument("--mode", choices=["python", "rust"], default="python")
+    p.add_argument("--merge-engine", default=None, help="table option merge-engine")
     p.add_argument("--repeat", type=int, default=1,
                    help="fresh runs in this process; the best write and read are reported")
     print(json.dumps(run(p.parse_args())))

@@ -300,7 +300,57 @@ def build_parser() -> argparse.ArgumentParser:
     add("schemas", "list schema versions")
     sp = add("files", "list live data files")
     sp.add_argument("--snapshot", type=int)
+    _add_compact_parser(add)
     return p
+
+
+# -- compact ---------------------------------------------------------------------------------------
+def _add_compact_parser(add: Any) -> None:
+    sp = add("compact", "compact buckets (full by default) as COMPACT snapshots")
+    mode = sp.add_mutually_exclusive_group()
+    mode.add_argument("--full", dest="full", action="store_true", default=True,
+                      help="merge every sorted run into the top level (default)")
+    mode.add_argument("--minor", dest="full", action="store_false",
+                      help="Paimon's universal compaction picks instead of a full compaction")
+    sp.add_argument("--partition", action="append", metavar="K=V[,K2=V2]",
+                    help="compact only this partition (repeatable)")
+    sp.add_argument("--where", action="append", metavar="COL<op>VALUE",
+                    help="partition filter such as dt>=2024-01-01 (ops = != < <= > >=; "
+                         "repeated terms are ANDed)")
+    sp.add_argument("--partition-idle-time", metavar="DURATION",
+                    help="only partitions not written for this long, e.g. '1 d'")
+    sp.add_argument("--memory-budget", metavar="SIZE",
+                    help="memory of the whole job, e.g. '512 mb' (default write-buffer-size)")
+    sp.add_argument("--workers", type=int, help="parallel buckets (default: CPU count)")
+
+
+_WHERE_OPS = ("!=", ">=", "<=", "=", ">", "<")
+
+
+def _where_terms(items: Sequence[str] | None) -> list[tuple[str, str, str]] | None:
+    if not items:
+        return None
+    out = []
+    for item in items:
+        for op in _WHERE_OPS:
+            if op in item:
+                col, value = item.split(op, 1)
+                out.append((col.strip(), op, value.strip()))
+                break
+        else:
+            raise SystemExit(f"--where {item!r} must be COL<op>VALUE with op in {_WHERE_OPS}")
+    return out
+
+
+def _run_compact(table: Table, args: argparse.Namespace) -> None:
+    partitions = None
+    if args.partition:
+        partitions = [_kv(p.split(","), "--partition") for p in args.partition]
+    result = table.compact(
+        full=args.full, partitions=partitions, where=_where_terms(args.where),
+        partition_idle_time=args.partition_idle_time, memory_budget=args.memory_budget,
+        workers=args.workers, progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    _print(result.to_dict() if args.json else str(result), args.json)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -380,6 +430,8 @@ def run(args: argparse.Namespace) -> int:
         _print([json.loads(s.to_json()) for s in table.schemas()] if args.json else
                [f"{s.id}\t{', '.join(f'{f.name} {f.type}' for f in s.fields)}\t{s.options}"
                 for s in table.schemas()], args.json)
+    elif cmd == "compact":
+        _run_compact(table, args)
     elif cmd == "files":
         files = table.files(snapshot_id=args.snapshot)
         _print(files if args.json else

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from lakeformat.errors import InvalidOptionError, UnsupportedError
 
@@ -211,6 +211,97 @@ class CoreOptions:
     @property
     def write_buffer_size(self) -> int:
         return self._size("write-buffer-size", "256 mb")
+
+    # -- compaction (Paimon's names and defaults) ------------------------------------------------
+    @property
+    def num_sorted_run_compaction_trigger(self) -> int:
+        return self._positive("num-sorted-run.compaction-trigger", 5)
+
+    @property
+    def num_levels(self) -> int:
+        """`num-levels`, default trigger + 1 so compaction never has to output level 0."""
+        v = self._int("num-levels", self.num_sorted_run_compaction_trigger + 1)
+        if v < 2:
+            raise InvalidOptionError(f"option 'num-levels' must be at least 2, got {v}")
+        return v
+
+    @property
+    def compaction_max_size_amplification_percent(self) -> int:
+        return self._int("compaction.max-size-amplification-percent", 200)
+
+    @property
+    def compaction_size_ratio(self) -> int:
+        return self._int("compaction.size-ratio", 1)
+
+    @property
+    def compaction_small_file_ratio(self) -> float:
+        v = self.raw.get("compaction.small-file-ratio", "0.7")
+        try:
+            return float(str(v).strip())
+        except ValueError:
+            raise InvalidOptionError(
+                f"option 'compaction.small-file-ratio' must be a number, got {v!r}") from None
+
+    @property
+    def compaction_file_size(self) -> int:
+        """Files smaller than this are rewritten rather than moved up a level (Java's
+        `compactionFileSize`): target-file-size x compaction.small-file-ratio."""
+        return int(self.target_file_size * self.compaction_small_file_ratio)
+
+    @property
+    def compaction_force_rewrite_all_files(self) -> bool:
+        return self._bool("compaction.force-rewrite-all-files", False)
+
+    @property
+    def compaction_optimization_interval(self) -> timedelta | None:
+        v = self.raw.get("compaction.optimization-interval")
+        return None if v is None else parse_duration(v, "compaction.optimization-interval")
+
+    @property
+    def compaction_total_size_threshold(self) -> int | None:
+        v = self.raw.get("compaction.total-size-threshold")
+        return None if v is None else parse_memory_size(v, "compaction.total-size-threshold")
+
+    @property
+    def compaction_incremental_size_threshold(self) -> int | None:
+        v = self.raw.get("compaction.incremental-size-threshold")
+        return None if v is None else parse_memory_size(
+            v, "compaction.incremental-size-threshold")
+
+    @property
+    def compaction_offpeak_start_hour(self) -> int:
+        return self._int("compaction.offpeak.start.hour", -1)
+
+    @property
+    def compaction_offpeak_end_hour(self) -> int:
+        return self._int("compaction.offpeak.end.hour", -1)
+
+    @property
+    def compaction_offpeak_ratio(self) -> int:
+        return self._int("compaction.offpeak-ratio", 0)
+
+    def compaction_offpeak_ratio_now(self, now: datetime) -> int:
+        """The extra size ratio during off-peak hours (Java's `OffPeakHours`)."""
+        start, end = self.compaction_offpeak_start_hour, self.compaction_offpeak_end_hour
+        if start < 0 or end < 0 or start == end:
+            return 0
+        hour = now.hour
+        off = start <= hour < end if start <= end else (hour < end or start <= hour)
+        return self.compaction_offpeak_ratio if off else 0
+
+    @property
+    def changelog_producer(self) -> str:
+        return str(self.raw.get("changelog-producer", "none")).strip().lower()
+
+    @property
+    def changelog_file_prefix(self) -> str:
+        return str(self.raw.get("changelog-file.prefix", "changelog-"))
+
+    def _positive(self, key: str, default: int) -> int:
+        v = self._int(key, default)
+        if v <= 0:
+            raise InvalidOptionError(f"option {key!r} must be a positive integer, got {v}")
+        return v
 
 
 _TYPED = [name for name, value in vars(CoreOptions).items() if isinstance(value, property)]

@@ -77,3 +77,61 @@ class MaintenanceResult:
         notes = f" ({'; '.join(self.skipped)})" if self.skipped else ""
         return (f"{self.table}: {self.operation} {verb} {what} ({self.bytes_deleted} bytes) in "
                 f"{self.duration_s:.2f}s{tail}{notes}")
+class CompactStats:
+    """Counts of one partition (or of a whole compaction)."""
+
+    buckets_compacted: int = 0
+    files_in: int = 0
+    files_out: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    rows_in: int = 0
+    rows_out: int = 0
+    sorted_runs_before: int = 0
+    sorted_runs_after: int = 0
+    changelog_files: int = 0
+    changelog_rows: int = 0
+
+    def add(self, other: CompactStats) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class CompactResult:
+    """What a compaction did, per partition and overall; `snapshot_ids` are its COMPACT
+    snapshots (one per committed group of partitions), `failed` the partitions whose commit
+    conflicted with another job (their new files were deleted; run the compaction again)."""
+
+    table: str
+    full: bool
+    snapshot_ids: list[int]
+    partitions: dict[str, CompactStats]
+    total: CompactStats
+    failed: dict[str, str]
+    duration_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"table": self.table, "full": self.full, "snapshot_ids": list(self.snapshot_ids),
+                "partitions": {k: asdict(v) for k, v in self.partitions.items()},
+                "total": asdict(self.total), "failed": dict(self.failed),
+                "duration_s": self.duration_s}
+
+    def __str__(self) -> str:
+        t = self.total
+        kind = "full" if self.full else "minor"
+        if not t.buckets_compacted and not self.failed:
+            return f"{self.table}: {kind} compaction: nothing to compact ({self.duration_s:.2f}s)"
+        lines = [f"{self.table}: {kind} compaction, snapshots {self.snapshot_ids or '-'}: "
+                 f"{t.buckets_compacted} buckets, files {t.files_in} -> {t.files_out}, bytes "
+                 f"{t.bytes_in} -> {t.bytes_out}, rows {t.rows_in} -> {t.rows_out}, sorted runs "
+                 f"{t.sorted_runs_before} -> {t.sorted_runs_after}"
+                 + (f", changelog {t.changelog_rows} rows in {t.changelog_files} files"
+                    if t.changelog_files else "") + f" in {self.duration_s:.2f}s"]
+        for name, p in self.partitions.items():
+            lines.append(f"  {name}: {p.buckets_compacted} buckets, files {p.files_in} -> "
+                         f"{p.files_out}, rows {p.rows_in} -> {p.rows_out}, runs "
+                         f"{p.sorted_runs_before} -> {p.sorted_runs_after}")
+        for name, why in self.failed.items():
+            lines.append(f"  {name}: FAILED: {why}")
+        return "\n".join(lines)

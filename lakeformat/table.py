@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from lakeformat.operation.read import TableRead
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.operation.write import write_table
 from lakeformat.options import CoreOptions, parse_bool
-from lakeformat.results import CommitResult, MaintenanceResult
+from lakeformat.results import CommitResult, CompactResult, MaintenanceResult
 from lakeformat.schema.alter import apply_changes
 from lakeformat.schema.merging import MERGE_SCHEMA, MergeSchemaOptions, merge_schemas
 from lakeformat.schema.schema_manager import SchemaManager
@@ -310,3 +310,32 @@ class Table:
         deleted; files only they used become orphans (`remove_orphan_files`)."""
         from lakeformat.operation.rollback import rollback_to
         return rollback_to(self.file_io, self.path, self.name, target)
+    # -- compaction ----------------------------------------------------------------------------
+    def compact(self, full: bool = True, partitions: Sequence[dict[str, Any]] | None = None,
+                where: Filter = None, partition_idle_time: Any = None,
+                memory_budget: int | str | None = None, workers: int | None = None,
+                partitions_per_commit: int = 16,
+                progress: Callable[[str], Any] | None = None) -> CompactResult:
+        """Compact the latest snapshot's buckets; COMPACT snapshot(s) per group of partitions.
+
+        `full=True` merges every sorted run of a bucket into the top level; `full=False` runs
+        Paimon's universal compaction picks. `partitions` (list of {key: value}) or `where`
+        (DNF tuples on partition columns) select partitions; `partition_idle_time` (timedelta
+        or "1 h") keeps only partitions not written for that long. `memory_budget` (bytes or
+        "256 mb"; default the table's write-buffer-size) bounds the memory of the whole job.
+        """
+        from lakeformat.operation.compact import compact_table
+        from lakeformat.operation.compact_select import (
+            idle_before,
+            parse_budget,
+            select_partitions,
+        )
+
+        self.refresh()
+        schema = self._schema
+        return compact_table(
+            self.file_io, self.path, schema, self.name, full=full,
+            partition_filter=select_partitions(schema, partitions, where),
+            partition_idle_before=idle_before(partition_idle_time),
+            memory_budget=parse_budget(memory_budget), workers=workers,
+            partitions_per_commit=partitions_per_commit, progress=progress)

@@ -49,7 +49,7 @@ from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.schema.types import to_arrow
 
-__all__ = ["KeyValueFileWriter", "read_kv_file", "local_millis_now"]
+__all__ = ["KeyValueFileWriter", "iter_kv_file", "read_kv_file", "local_millis_now"]
 
 #: Java checks the rolling condition every 1000 records; we never write smaller row groups
 #: (except the input's tail), which bounds the per-row-group overhead the same way.
@@ -294,6 +294,58 @@ def read_kv_file(file_io: Any, path: str, file_format: str, columns: Sequence[st
         raise
     except Exception as e:  # pyarrow, OS and storage errors alike
         raise CorruptFileError(f"cannot read data file {path}: {type(e).__name__}: {e}") from e
+
+
+def iter_kv_file(file_io: Any, path: str, file_format: str,
+                 columns: Sequence[str] | None = None, *, schema: TableSchema | None = None,
+                 batch_bytes: int = 64 << 20) -> Iterator[pa.Table]:
+    """Like :func:`read_kv_file`, in pieces of about ``batch_bytes`` of Arrow memory each.
+
+    Parquet is read a few thousand rows at a time through a small read buffer, so memory stays
+    near ``batch_bytes`` whatever the size of the file's row groups.
+    """
+    fmt = file_format.lower()
+    if fmt not in ("parquet", "orc"):
+        raise UnsupportedError(
+            f"cannot read data file {path}: file format {file_format!r} is not supported "
+            "(parquet, orc)")
+    source = None
+    try:
+        source = file_io.open_input(path)
+        if fmt == "parquet":
+            pf = pq.ParquetFile(source, buffer_size=1 << 20, pre_buffer=False)
+            want = _wanted(pf.schema_arrow.names, columns, path)
+            pieces = (pa.Table.from_batches([b]) for b in
+                      pf.iter_batches(batch_size=_read_step(batch_bytes), columns=want,
+                                      use_threads=False))
+        else:
+            of = orc.ORCFile(source)
+            want = _wanted(of.schema.names, columns, path)
+            pieces = (of.read_stripe(i, columns=want) for i in range(of.nstripes))
+        held: list[pa.Table] = []
+        size = 0
+        for piece in pieces:
+            piece = pa.table(piece) if not isinstance(piece, pa.Table) else piece
+            held.append(piece.select(want))
+            size += piece.nbytes
+            if size >= batch_bytes:
+                yield _normalize(pa.concat_tables(held), schema)
+                held, size = [], 0
+        if held:
+            yield _normalize(pa.concat_tables(held), schema)
+    except LakeformatError:
+        raise
+    except Exception as e:
+        raise CorruptFileError(f"cannot read data file {path}: {type(e).__name__}: {e}") from e
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
+
+
+def _read_step(batch_bytes: int) -> int:
+    """Rows per Parquet read step of `iter_kv_file` (steps are gathered up to the budget)."""
+    return max(128, min(8192, batch_bytes // 256))
 
 
 def _wanted(names: list[str], columns: Sequence[str] | None, path: str) -> list[str]:

@@ -312,3 +312,51 @@ def collect_stats(columns: Sequence[pa.Array | pa.ChunkedArray], fields: Sequenc
                   modes: Sequence[str], file_format: str = "parquet") -> SimpleStats:
     """All-mode SimpleStats of ``columns`` (null min/max where unknown, null count per mode)."""
     return to_simple_stats(collect_col_stats(columns, fields, modes, file_format), fields)[0]
+
+
+class StatsAccumulator:
+    """Footer-equivalent stats of a file written chunk by chunk (min of mins, max of maxes, sum
+    of null counts), with the same mode rules as :func:`column_stats` applied at the end."""
+
+    def __init__(self, fields: Sequence[DataField], modes: Sequence[str],
+                 file_format: str = "parquet") -> None:
+        self.fields = list(fields)
+        self.modes = [normalize_mode(m) for m in modes]
+        self.format = file_format
+        n = len(self.fields)
+        self._min: list[Any] = [None] * n
+        self._max: list[Any] = [None] * n
+        self._nulls = [0] * n
+        self._none = [False] * n  # footer gives nothing at all (nested Parquet columns)
+        self._unknown = [False] * n  # some chunk had values but no min/max (NaN)
+
+    def add(self, columns: Sequence[pa.Array | pa.ChunkedArray]) -> None:
+        for i, (col, f, mode) in enumerate(zip(columns, self.fields, self.modes, strict=True)):
+            if mode == "none" or len(col) == 0:
+                continue
+            want = mode != "counts"
+            raw = _raw_stats(col, f.type, self.format, want_min_max=want)
+            if raw.is_none:
+                self._none[i] = True
+                continue
+            self._nulls[i] += raw.null_count or 0
+            if raw.min is None:
+                if (want and not f.type.is_nested and _has_min_max(f.type, self.format)
+                        and (raw.null_count or 0) < len(col)):
+                    self._unknown[i] = True
+                continue
+            self._min[i] = raw.min if self._min[i] is None else min(self._min[i], raw.min)
+            self._max[i] = raw.max if self._max[i] is None else max(self._max[i], raw.max)
+
+    def result(self) -> list[ColStats]:
+        out = []
+        for i, mode in enumerate(self.modes):
+            if mode == "none" or self._none[i]:
+                out.append(NONE_STATS)
+                continue
+            if self._unknown[i] or mode == "counts":
+                raw = ColStats(None, None, self._nulls[i])
+            else:
+                raw = ColStats(self._min[i], self._max[i], self._nulls[i])
+            out.append(_apply_mode(raw, mode))
+        return out

@@ -70,6 +70,29 @@ def create_unsorted_merge(schema: TableSchema) -> MergeFn:
     return run
 
 
+def create_sorted_merge(schema: TableSchema):
+    """Merge for callers that already hold the merge permutation and key groups.
+
+    Returns `run(table, perm, groups)`: `perm` (numpy) puts `table` into merge order and
+    `groups` are the key groups of that order; the result has one row per group, in order.
+    Engines that only pick a row (deduplicate, first-row) gather just the winning rows.
+    """
+    ctx = validate(schema)
+    module = engine_module(ctx.engine)
+    select = getattr(module, "select", None)
+    merge = module.merge
+
+    def run(table: pa.Table, perm, groups) -> pa.Table:
+        if select is None:
+            ordered = table.take(pa.array(perm))
+            return merge(ordered, groups, ctx)
+        kinds = table[VALUE_KIND].to_numpy()[perm] if table.num_rows else perm[:0]
+        rows, override = select(kinds, groups, ctx)
+        return pick_rows(table, perm[rows], override, DELETE)
+
+    return run
+
+
 def sort_records(table: pa.Table, schema: TableSchema) -> pa.Table:
     """Put records of one bucket into the merge order of `schema`'s options."""
     ctx = MergeContext.of(schema)

@@ -44,6 +44,11 @@ class CommitMessage:
     total_buckets: int
     new_files: list[DataFileMeta] = field(default_factory=list)
     deleted_files: list[DataFileMeta] = field(default_factory=list)
+    changelog_files: list[DataFileMeta] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.new_files or self.deleted_files or self.changelog_files)
 
 
 class FileStoreCommit:
@@ -74,7 +79,9 @@ class FileStoreCommit:
         if overwrite:
             kind = "OVERWRITE"
         base_entries = self._entries(messages)
-        if not base_entries and not overwrite:
+        changelog = [ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f)
+                     for m in messages for f in m.changelog_files]
+        if not base_entries and not changelog and not overwrite:
             return None
         start = time.monotonic()
         timeout = self.options.commit_timeout
@@ -89,15 +96,17 @@ class FileStoreCommit:
                     return landed
             seen_latest = latest.id if latest else None
             entries = list(base_entries)
-            if overwrite or any(e.kind == DELETE for e in entries):
+            if overwrite or kind == "COMPACT" or any(e.kind == DELETE for e in entries):
                 live = self.scan.live_entries(latest)
                 if overwrite:
                     entries = self._overwrite_deletes(live, overwrite_partitions,
                                                       overwrite_all) + entries
                 self._check(live, entries, kind)
-            if not entries:
+                if kind == "COMPACT":
+                    check_lsm_overlap(live, entries, self.schema, self.table_path)
+            if not entries and not changelog:
                 return None
-            snap = self._try_commit(latest, entries, kind)
+            snap = self._try_commit(latest, entries, kind, changelog)
             if snap is not None:
                 self.snapshots.commit_latest_hint(snap.id)
                 return snap
@@ -130,7 +139,7 @@ class FileStoreCommit:
                 for e in live if targets is None or e.partition in targets]
 
     def _check(self, live: list[ManifestEntry], entries: list[ManifestEntry], kind: str) -> None:
-        """Paimon's conflict checks, run (as in Java) only when a commit deletes files."""
+        """Paimon's conflict checks, run (as in Java) when a commit deletes files or compacts."""
         deletes = [e for e in entries if e.kind == DELETE]
         partitions = {e.partition for e in entries}
         live = [e for e in live if e.partition in partitions]
@@ -142,9 +151,14 @@ class FileStoreCommit:
                     raise CommitConflictError(
                         f"total buckets of a partition of {self.table_path} changed from {had} "
                         f"to {e.total_buckets} without overwrite")
-        if not deletes:
+        if not deletes and kind != "COMPACT":
             return
         live_ids = {e.identifier for e in live}
+        for e in entries:
+            if e.kind == ADD and e.identifier in live_ids and kind != "OVERWRITE":
+                raise CommitConflictError(
+                    f"file deletion conflict in {self.table_path}: {e.file.file_name} is already"
+                    " live; give up and run again")
         added_ids = {e.identifier for e in entries if e.kind == ADD}
         for e in deletes:
             if e.identifier in added_ids and kind != "OVERWRITE":
@@ -155,7 +169,7 @@ class FileStoreCommit:
                     "longer live (another job removed it); give up and run again")
 
     def _try_commit(self, latest: Snapshot | None, entries: list[ManifestEntry],
-                    kind: str) -> Snapshot | None:
+                    kind: str, changelog: Sequence[ManifestEntry] = ()) -> Snapshot | None:
         written_manifests: list[ManifestFileMeta] = []
         written_lists: list[str] = []
         try:
@@ -171,6 +185,13 @@ class FileStoreCommit:
             written_lists.append(base_name)
             delta_name, delta_size = self.manifest_list.write(delta)
             written_lists.append(delta_name)
+            changelog_name = changelog_size = changelog_rows = None
+            if changelog:
+                changelog_manifests = self.manifest_file.write(changelog)
+                written_manifests += changelog_manifests
+                changelog_name, changelog_size = self.manifest_list.write(changelog_manifests)
+                written_lists.append(changelog_name)
+                changelog_rows = sum(e.file.row_count for e in changelog)
             added = sum(e.file.row_count for e in entries if e.kind == ADD)
             removed = sum(e.file.row_count for e in entries if e.kind == DELETE)
             new_id = (latest.id + 1) if latest else 1
@@ -179,6 +200,9 @@ class FileStoreCommit:
                 version=3, id=new_id, schema_id=schema_id,
                 base_manifest_list=base_name, base_manifest_list_size=base_size,
                 delta_manifest_list=delta_name, delta_manifest_list_size=delta_size,
+                changelog_manifest_list=changelog_name,
+                changelog_manifest_list_size=changelog_size,
+                changelog_record_count=changelog_rows,
                 index_manifest=latest.index_manifest if latest else None,
                 commit_user=self.commit_user, commit_identifier=BATCH_COMMIT_IDENTIFIER,
                 commit_kind=kind, time_millis=int(time.time() * 1000),
@@ -231,3 +255,29 @@ class FileStoreCommit:
         paths += [self.file_io.join(self.table_path, "manifest", n) for n in lists]
         if paths:
             self.file_io.delete_many(paths)
+
+
+def check_lsm_overlap(live: Sequence[ManifestEntry], entries: Sequence[ManifestEntry],
+                      schema: TableSchema, table_path: str) -> None:
+    """Paimon's LSM check: after the commit, files of one level >= 1 of a bucket must not
+    overlap in key range (two compactions that both wrote a level would break reads)."""
+    from lakeformat.operation.compact_levels import KeyComparator
+
+    buckets = {(e.partition, e.bucket) for e in entries}
+    deleted = {e.identifier for e in entries if e.kind == DELETE}
+    after = [e for e in live if (e.partition, e.bucket) in buckets
+             and e.identifier not in deleted]
+    after += [e for e in entries if e.kind == ADD]
+    cmp = KeyComparator([f.type for f in schema.key_fields()])
+    runs: dict[tuple[bytes, int, int], list[DataFileMeta]] = {}
+    for e in after:
+        if e.file.level >= 1:
+            runs.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
+    for (_, bucket, level), files in runs.items():
+        files.sort(key=lambda f: cmp.key(f.min_key))
+        for a, b in zip(files, files[1:]):
+            if cmp.key(a.max_key) >= cmp.key(b.min_key):
+                raise CommitConflictError(
+                    f"LSM conflicts detected in {table_path}: bucket {bucket} level {level} "
+                    f"files {a.file_name} and {b.file_name} overlap in key range; give up and "
+                    "run the compaction again")

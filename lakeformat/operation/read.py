@@ -8,13 +8,13 @@ GIL for the heavy parts.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
 
-from lakeformat.data.kv_file import read_kv_file
+from lakeformat.data.kv_file import iter_kv_file, read_kv_file
 from lakeformat.errors import LakeformatError, UnsupportedError
 from lakeformat.merge import create_unsorted_merge
 from lakeformat.merge.context import MergeContext
@@ -128,6 +128,28 @@ def read_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: Table
     fields = [table.schema.field(SEQUENCE_NUMBER), table.schema.field(VALUE_KIND),
               *arrow_schema(schema.fields_of(list(columns)), with_id=False)]
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def iter_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: TableSchema,
+                   schema_manager: SchemaManager, columns: Sequence[str],
+                   default_format: str = "parquet", batch_bytes: int = 64 << 20
+                   ) -> Iterator[pa.Table]:
+    """`read_data_file` in key-ordered pieces of about `batch_bytes` each (compaction reads
+    sorted runs this way, so a large file never has to fit in memory)."""
+    fmt = _format_of(meta.file_name, default_format)
+    names = [SEQUENCE_NUMBER, VALUE_KIND, *columns]
+    file_schema = schema if meta.schema_id == schema.id else schema_manager.schema(meta.schema_id)
+    projection = None if file_schema is schema else FieldIdProjection(file_schema.fields,
+                                                                      schema.fields)
+    if projection is None or projection.identity:
+        for piece in iter_kv_file(file_io, path, fmt, columns=list(columns), schema=file_schema,
+                                  batch_bytes=batch_bytes):
+            yield piece.select(names)
+        return
+    for piece in iter_kv_file(file_io, path, fmt, columns=projection.file_columns(columns),
+                              schema=file_schema, batch_bytes=batch_bytes):
+        arrays = [piece[SEQUENCE_NUMBER], piece[VALUE_KIND], *projection.project(piece, columns)]
+        yield pa.table(arrays, names=names)
 
 
 def _format_of(file_name: str, default: str) -> str:

@@ -77,7 +77,8 @@ class TableWrite:
         if opts.get("bucket-function.type", "default").lower() != "default":
             raise UnsupportedError(f"{path}: bucket-function.type="
                                    f"{opts.get('bucket-function.type')} is not supported")
-        if opts.get("changelog-producer", "none").lower() != "none":
+        # full-compaction: writers produce no changelog; full compaction does (as in Paimon)
+        if opts.get("changelog-producer", "none").lower() not in ("none", "full-compaction"):
             raise UnsupportedError(f"{path}: changelog-producer={opts.get('changelog-producer')}"
                                    " writes are not supported yet")
         for key in ("data-file.external-paths", "row-tracking.enabled", "data-evolution.enabled"):

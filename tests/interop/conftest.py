@@ -21,6 +21,7 @@ if importlib.util.find_spec("pypaimon") is None:  # pragma: no cover - main venv
         "test_read_pypaimon_tables.py",
         "test_pypaimon_reads_lakeformat.py",
         "test_alternating_writers.py",
+        "test_compact_interop.py",
     ]
 
 

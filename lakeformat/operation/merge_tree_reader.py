@@ -1,0 +1,211 @@
+"""Merging sorted runs in key-range slices, within a memory budget.
+
+A section (key-disjoint group of sorted runs, see `compact_levels.interval_partition`) is read
+run by run in pieces. Each round reads a piece from every run whose rows are all used up, takes
+the smallest "last key read" among runs that still have rows on storage as the bound, and merges
+every buffered row whose key is <= that bound (complete key groups: no run can hold that key
+further on). Rows past the bound wait for the next round. So at most about one piece per run is
+held, whatever the size of the bucket, and each slice is merged with whole-column operations.
+
+With `changelog=True` (changelog-producer=full-compaction) each slice also yields the changes
+between the rows previously at the top level and the merged rows, as Java's
+`FullChangelogMergeFunctionWrapper` computes them: +I for a new key, -U/+U for a changed key,
+-D for a key that is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from lakeformat.merge import create_sorted_merge
+from lakeformat.merge.context import MergeContext
+from lakeformat.merge.sort import (
+    DELETE,
+    INSERT,
+    UPDATE_AFTER,
+    UPDATE_BEFORE,
+    KeyGroups,
+    is_retract,
+    key_groups,
+    merge_permutation,
+)
+from lakeformat.meta.data_file_meta import DataFileMeta
+from lakeformat.operation.read import iter_data_file
+from lakeformat.schema.schema_manager import SchemaManager
+from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+from lakeformat.storage import FileIO
+
+#: Arrow copies a slice goes through (pieces, concatenation, merge-ordered copy, merged rows,
+#: writer buffer): the budget is split by this factor and by the number of runs.
+BUDGET_COPIES = 6
+MIN_PIECE_BYTES = 16 << 10
+
+
+@dataclass(frozen=True)
+class MergedSlice:
+    rows: pa.Table  # merged rows in key order (retracts dropped when asked)
+    changelog: pa.Table | None
+
+
+class _RunReader:
+    """Pieces of one sorted run (its files in key order), and how many rows are left."""
+
+    def __init__(self, files: Sequence[DataFileMeta], open_file, piece_bytes: int):
+        self.files = list(files)
+        self.remaining = sum(f.row_count for f in self.files)
+        self._open = open_file
+        self._piece_bytes = piece_bytes
+        self._iter: Iterator[pa.Table] | None = None
+        self._next_file = 0
+
+    def read(self) -> pa.Table | None:
+        while True:
+            if self._iter is None:
+                if self._next_file >= len(self.files):
+                    self.remaining = 0
+                    return None
+                self._iter = self._open(self.files[self._next_file], self._piece_bytes)
+                self._next_file += 1
+            piece = next(self._iter, None)
+            if piece is None:
+                self._iter = None
+                continue
+            if piece.num_rows:
+                self.remaining -= piece.num_rows
+                return piece
+
+
+class MergeTreeReader:
+    """Merges the sorted runs of sections of one bucket, slice by slice."""
+
+    def __init__(self, file_io: FileIO, schema: TableSchema, schema_manager: SchemaManager,
+                 path_of, default_format: str, memory_budget: int):
+        self.file_io = file_io
+        self.schema = schema
+        self.schema_manager = schema_manager
+        self.path_of = path_of
+        self.default_format = default_format
+        self.memory_budget = memory_budget
+        self.ctx = MergeContext.of(schema)
+        self.merge = create_sorted_merge(schema)
+        self.columns = schema.field_names
+        self.names = [SEQUENCE_NUMBER, VALUE_KIND, *self.columns]
+
+    def _open(self, meta: DataFileMeta, piece_bytes: int) -> Iterator[pa.Table]:
+        return iter_data_file(self.file_io, self.path_of(meta), meta, self.schema,
+                              self.schema_manager, self.columns, self.default_format,
+                              batch_bytes=piece_bytes)
+
+    def merge_section(self, runs: Sequence[Sequence[DataFileMeta]], drop_delete: bool,
+                      changelog_level: int | None = None) -> Iterator[MergedSlice]:
+        """Merged slices of one section. `changelog_level`: the top level whose rows are the
+        previous full-compaction result (None = no changelog)."""
+        piece_bytes = max(MIN_PIECE_BYTES,
+                          self.memory_budget // (BUDGET_COPIES * max(1, len(runs))))
+        readers = [_RunReader(r, self._open, piece_bytes) for r in runs]
+        top = np.array([changelog_level is not None and bool(r) and r[0].level == changelog_level
+                        for r in runs])
+        pending: list[pa.Table | None] = [None] * len(runs)
+        while True:
+            for i, reader in enumerate(readers):
+                if (pending[i] is None or pending[i].num_rows == 0) and reader.remaining > 0:
+                    pending[i] = reader.read()
+            active = [i for i, p in enumerate(pending) if p is not None and p.num_rows]
+            if not active:
+                return
+            bounded = [i for i in active if readers[i].remaining > 0]
+            result = self._slice(pending, active, bounded, top, drop_delete,
+                                 changelog_level is not None)
+            if result.rows.num_rows or (result.changelog is not None
+                                        and result.changelog.num_rows):
+                yield result
+
+    def _slice(self, pending: list[pa.Table | None], active: list[int], bounded: list[int],
+               top: np.ndarray, drop_delete: bool, changelog: bool) -> MergedSlice:
+        tables = [pending[i] for i in active]
+        sizes = np.array([t.num_rows for t in tables], dtype=np.int64)
+        concat = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        run_of_row = np.repeat(np.array(active, dtype=np.int64), sizes)
+        n = concat.num_rows
+        perm = merge_permutation(concat, self.ctx.key_names, self.ctx.sequence_fields,
+                                 self.ctx.sequence_ascending).to_numpy()
+        groups = key_groups(concat.select(self.ctx.key_names).take(pa.array(perm)),
+                            self.ctx.key_names)
+        if bounded:
+            bound_row = self._bound_row(tables, active, bounded, sizes)
+            pos = int(np.flatnonzero(perm == bound_row)[0])
+            g = int(np.searchsorted(groups.starts, pos, side="right")) - 1
+            cut, ngroups = int(groups.ends[g]) + 1, g + 1
+        else:
+            cut, ngroups = n, len(groups)
+        # rows past the bound go back to their runs, in their original (key) order
+        rest = np.sort(perm[cut:])
+        rest_runs = run_of_row[rest]
+        for i in active:
+            sel = rest[rest_runs == i]
+            pending[i] = concat.take(pa.array(sel)) if len(sel) else None
+        emit = perm[:cut]
+        sub = KeyGroups(groups.starts[:ngroups], groups.ends[:ngroups])
+        merged = self.merge(concat, emit, sub).select(self.names)
+        log = None
+        if changelog:
+            log = self._changelog(concat, emit, sub, merged, top[run_of_row[emit]])
+        if drop_delete:
+            retract = is_retract(merged[VALUE_KIND])
+            if retract.any():
+                merged = merged.filter(pa.array(~retract))
+        return MergedSlice(merged, log)
+
+    def _bound_row(self, tables: list[pa.Table], active: list[int], bounded: list[int],
+                   sizes: np.ndarray) -> int:
+        """Row (in the concatenation) of the smallest last-read key among runs with more rows."""
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        rows = [int(offsets[active.index(i) + 1] - 1) for i in bounded]
+        if len(rows) == 1:
+            return rows[0]
+        keys = self.ctx.key_names
+        last = pa.concat_tables([tables[active.index(i)].select(keys).slice(
+            tables[active.index(i)].num_rows - 1, 1) for i in bounded])
+        order = merge_permutation(
+            last.append_column(SEQUENCE_NUMBER, pa.array(np.zeros(len(rows), np.int64)))
+            .append_column(VALUE_KIND, pa.array(np.zeros(len(rows), np.int8))), keys)
+        return rows[int(order[0].as_py())]
+
+    def _changelog(self, concat: pa.Table, emit: np.ndarray, groups: KeyGroups,
+                   merged: pa.Table, is_top: np.ndarray) -> pa.Table:
+        """Java's full-compaction changelog of one slice, in key order."""
+        ng = len(groups)
+        starts = groups.starts
+        top_pos = np.full(ng, -1, dtype=np.int64)
+        where = np.flatnonzero(is_top)
+        top_pos[np.searchsorted(starts, where, side="right") - 1] = where
+        has_top = top_pos >= 0
+        merged_add = ~is_retract(merged[VALUE_KIND])
+        lone = groups.sizes == 1
+        insert = ~has_top & merged_add  # a lone record is its own merge result
+        delete = has_top & ~lone & ~merged_add
+        update = has_top & ~lone & merged_add
+        g_ins, g_del, g_upd = (np.flatnonzero(m) for m in (insert, delete, update))
+        old_rows = emit[top_pos[np.concatenate([g_del, g_upd])]]
+        old = concat.take(pa.array(old_rows)).select(self.names)
+        new = merged.take(pa.array(np.concatenate([g_ins, g_upd]))).select(self.names)
+        old_kinds = np.concatenate([np.full(len(g_del), DELETE), np.full(len(g_upd),
+                                                                        UPDATE_BEFORE)])
+        new_kinds = np.concatenate([np.full(len(g_ins), INSERT), np.full(len(g_upd),
+                                                                        UPDATE_AFTER)])
+        old = _with_kinds(old, old_kinds)
+        new = _with_kinds(new.cast(old.schema), new_kinds)
+        group_of = np.concatenate([g_del, g_upd, g_ins, g_upd])
+        sub = np.concatenate([np.zeros(len(old_rows), np.int64),
+                              np.ones(len(g_ins) + len(g_upd), np.int64)])
+        order = np.lexsort((sub, group_of))
+        return pa.concat_tables([old, new]).take(pa.array(order))
+
+
+def _with_kinds(table: pa.Table, kinds: np.ndarray) -> pa.Table:
+    i = table.schema.get_field_index(VALUE_KIND)
+    return table.set_column(i, table.schema.field(i), pa.array(kinds.astype(np.int8)))

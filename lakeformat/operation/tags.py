@@ -85,9 +85,10 @@ def delete_tag(file_io: FileIO, table_path: str, schema: TableSchema, table_name
             for r in refs.file_refs(e):
                 if r.path not in keep_files:
                     changelog.setdefault(r.path, r.size)
-        sizes = refs.manifest_sizes()
         index = {snap.index_manifest} if snap.index_manifest else set()
-        for n in sorted(refs.metadata_names(snap) - keep_meta - index):
+        names = refs.metadata_names(snap)
+        sizes = refs.manifest_sizes()  # after metadata_names: it records the lists' sizes
+        for n in sorted(names - keep_meta - index):
             manifests[refs.manifest_path(n)] = sizes.get(n, 0)
     except Exception as e:  # cannot know what is still used: only the tag file goes
         result.skipped.append(f"kept the tag's files: {type(e).__name__}: {e}")

@@ -77,6 +77,9 @@ class MaintenanceResult:
         notes = f" ({'; '.join(self.skipped)})" if self.skipped else ""
         return (f"{self.table}: {self.operation} {verb} {what} ({self.bytes_deleted} bytes) in "
                 f"{self.duration_s:.2f}s{tail}{notes}")
+
+
+@dataclass
 class CompactStats:
     """Counts of one partition (or of a whole compaction)."""
 

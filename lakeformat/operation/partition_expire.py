@@ -273,7 +273,10 @@ def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, tab
     else:
         snap = FileStoreCommit(file_io, table_path, schema).commit(
             [], overwrite_partitions=[partition for _, partition, _ in expired])
-        if snap is not None:
+        if snap is None:  # another job emptied them first
+            result.skipped.append("the expired partitions were already empty; no commit")
+            result.deleted = []
+        else:
             result.latest_snapshot = snap.id
             dropped = TableReferences(file_io, table_path, schema).delta_entries(snap)
             result.data_files_deleted = len(dropped)

@@ -124,6 +124,12 @@ def read_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: Table
         return table.select([SEQUENCE_NUMBER, VALUE_KIND, *columns])
     table = read_kv_file(file_io, path, fmt, columns=projection.file_columns(columns),
                          schema=file_schema)
+    return _projected(table, projection, schema, columns)
+
+
+def _projected(table: pa.Table, projection: FieldIdProjection, schema: TableSchema,
+               columns: Sequence[str]) -> pa.Table:
+    """A piece of an old file with the read schema's columns, types and nullability."""
     arrays = [table[SEQUENCE_NUMBER], table[VALUE_KIND], *projection.project(table, columns)]
     fields = [table.schema.field(SEQUENCE_NUMBER), table.schema.field(VALUE_KIND),
               *arrow_schema(schema.fields_of(list(columns)), with_id=False)]
@@ -148,8 +154,7 @@ def iter_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: Table
         return
     for piece in iter_kv_file(file_io, path, fmt, columns=projection.file_columns(columns),
                               schema=file_schema, batch_bytes=batch_bytes):
-        arrays = [piece[SEQUENCE_NUMBER], piece[VALUE_KIND], *projection.project(piece, columns)]
-        yield pa.table(arrays, names=names)
+        yield _projected(piece, projection, schema, columns)
 
 
 def _format_of(file_name: str, default: str) -> str:

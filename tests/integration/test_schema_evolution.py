@@ -384,3 +384,27 @@ def test_update_type_to_char_and_binary_pads_like_java(local):
     t.alter([SC.update_column_type("s", "CHAR(4)"), SC.update_column_type("n", "STRING")])
     assert by_key(t.read()) == {1: {"id": 1, "s": "ab  ", "n": "12"},
                                 2: {"id": 2, "s": "abcd", "n": "-3"}}
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "partial-update"])
+def test_compaction_rewrites_old_schema_files_by_field_id(local, engine):
+    t = local.create_table("db.c", pa.schema([("id", pa.int64()), ("a", pa.int32()),
+                                               ("gone", pa.string()), ("b", pa.float32())]),
+                           primary_keys=["id"], options={"bucket": "2", "merge-engine": engine})
+    t.write(pa.table({"id": [1, 2, 3], "a": pa.array([1, 2, 3], pa.int32()),
+                      "gone": ["x", "y", "z"], "b": pa.array([0.5, 1.5, 2.5], pa.float32())}))
+    t.alter([SC.rename_column("a", "aa"), SC.drop_column("gone"),
+             SC.update_column_type("b", "DOUBLE"), SC.add_column("gone", "STRING")])
+    t.write(pa.table({"id": [2], "aa": pa.array([20], pa.int32()), "b": [9.0],
+                      "gone": ["new"]}))
+    t.write(pa.table({"id": [3, 4], "extra": [7, 8]}), merge_schema=True)
+    before = by_key(t.read())
+    result = t.compact(full=True)
+    assert result.snapshot_ids == [t.snapshots()[-1].id] and not result.failed
+    assert t.snapshots()[-1].commit_kind == "COMPACT"
+    after = by_key(t.read())
+    assert after == before
+    latest = t.table_schema.id
+    assert {f["schema_id"] for f in t.files()} == {latest}
+    assert all(f["level"] == 5 for f in t.files())
+    assert after[1] == {"id": 1, "aa": 1, "b": 0.5, "gone": None, "extra": None}

@@ -51,6 +51,11 @@ class MaintenanceResult:
     earliest_snapshot: int | None = None
     latest_snapshot: int | None = None
     deleted: list[str] = field(default_factory=list)
+    # partition expiry drops partitions from the table in a new snapshot; their files stay on
+    # storage until the snapshots holding them expire
+    partitions_expired: list[str] = field(default_factory=list)
+    data_files_dropped: int = 0
+    bytes_dropped: int = 0
     skipped: list[str] = field(default_factory=list)  # why less than planned was deleted
     duration_s: float = 0.0
 
@@ -62,6 +67,14 @@ class MaintenanceResult:
         return len(self.deleted)
 
     def __str__(self) -> str:
+        if self.partitions_expired or self.operation == "expire-partitions":
+            verb = "would drop" if self.dry_run else "dropped"
+            snap = f" in snapshot {self.latest_snapshot}" if self.latest_snapshot else ""
+            notes = f" ({'; '.join(self.skipped)})" if self.skipped else ""
+            return (f"{self.table}: {self.operation} {verb} {len(self.partitions_expired)} "
+                    f"partitions {self.partitions_expired}{snap} ({self.data_files_dropped} data "
+                    f"files, {self.bytes_dropped} bytes, deleted when the snapshots holding them "
+                    f"expire) in {self.duration_s:.2f}s{notes}")
         verb = "would delete" if self.dry_run else "deleted"
         parts = [f"{len(self.snapshots_deleted)} snapshots"] if self.snapshots_deleted else []
         for label, n in (("data files", self.data_files_deleted),

@@ -266,20 +266,20 @@ def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, tab
     if not expired:
         result.duration_s = round(time.monotonic() - start, 3)
         return result
-    result.deleted = [spec for _, _, spec in expired]
+    result.partitions_expired = [spec for _, _, spec in expired]
     sizes = [s for _, partition, _ in expired for s in files[partition]]
     if dry_run:
-        result.data_files_deleted, result.bytes_deleted = len(sizes), sum(sizes)
+        result.data_files_dropped, result.bytes_dropped = len(sizes), sum(sizes)
     else:
         snap = FileStoreCommit(file_io, table_path, schema).commit(
             [], overwrite_partitions=[partition for _, partition, _ in expired])
         if snap is None:  # another job emptied them first
             result.skipped.append("the expired partitions were already empty; no commit")
-            result.deleted = []
+            result.partitions_expired = []
         else:
             result.latest_snapshot = snap.id
             dropped = TableReferences(file_io, table_path, schema).delta_entries(snap)
-            result.data_files_deleted = len(dropped)
-            result.bytes_deleted = sum(e.file.file_size for e in dropped)
+            result.data_files_dropped = len(dropped)
+            result.bytes_dropped = sum(e.file.file_size for e in dropped)
     result.duration_s = round(time.monotonic() - start, 3)
     return result

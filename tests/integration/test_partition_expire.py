@@ -48,14 +48,14 @@ def test_yyyymmdd_drops_exactly_old_partitions_and_time_travel_keeps_them(catalo
     cutoff = dt.datetime(2024, 1, 3)  # 20240103 00:00 is not before the cut-off: kept
 
     plan = t.expire_partitions(cutoff, dry_run=True)
-    assert plan.dry_run and plan.deleted == ["dt=20240101", "dt=20240102"]
-    assert plan.data_files_deleted == 2 and plan.bytes_deleted > 0
+    assert plan.dry_run and plan.partitions_expired == ["dt=20240101", "dt=20240102"]
+    assert plan.data_files_dropped == 2 and plan.bytes_dropped > 0
     assert any("not-a-day" in s for s in plan.skipped)
     assert [s.id for s in t.snapshots()] == [1]  # a dry run commits nothing
 
     res = t.expire_partitions(cutoff)
-    assert res.deleted == plan.deleted and res.data_files_deleted == plan.data_files_deleted
-    assert res.bytes_deleted == plan.bytes_deleted and res.latest_snapshot == 2
+    assert res.partitions_expired == plan.partitions_expired and res.data_files_dropped == plan.data_files_dropped
+    assert res.bytes_dropped == plan.bytes_dropped and res.latest_snapshot == 2
     snap = t.latest_snapshot()
     assert snap.id == 2 and snap.commit_kind == "OVERWRITE"
     assert partitions(t) == {"20240103", "20240110", "not-a-day"}
@@ -65,7 +65,7 @@ def test_yyyymmdd_drops_exactly_old_partitions_and_time_travel_keeps_them(catalo
     assert len(t.files(snapshot_id=1)) == 5 and len(t.files()) == 3
 
     again = t.expire_partitions(cutoff)
-    assert again.deleted == [] and [s.id for s in t.snapshots()] == [1, 2]
+    assert again.partitions_expired == [] and [s.id for s in t.snapshots()] == [1, 2]
 
 
 def test_hourly_pattern_with_default_formatter(tmp_path):
@@ -80,7 +80,7 @@ def test_hourly_pattern_with_default_formatter(tmp_path):
                                                                      pa.int32()),
                       "id": list(range(len(parts)))}))
     res = t.expire_partitions(dt.datetime(2024, 1, 1, 12))
-    assert sorted(res.deleted) == ["dt=2024-01-01/hour=0", "dt=2024-01-01/hour=11",
+    assert sorted(res.partitions_expired) == ["dt=2024-01-01/hour=0", "dt=2024-01-01/hour=11",
                                    "dt=2024-01-01/hour=5"]
     left = {(r["dt"], r["hour"]) for r in t.read().to_pylist()}
     assert left == {("2024-01-01", 12), ("2024-01-01", 23), ("2024-01-02", 1)}
@@ -94,12 +94,12 @@ def test_option_expiration_time_and_max_num(tmp_path):
     recent = (dt.date.today() - dt.timedelta(days=1)).strftime("%Y%m%d")
     t.write(day_rows(["20230101", "20230102", "20230103", recent]))
     first = t.expire_partitions()  # the option's 7 days; the oldest two of three first
-    assert first.deleted == ["dt=20230101", "dt=20230102"]
+    assert first.partitions_expired == ["dt=20230101", "dt=20230102"]
     assert any("1 more expired partitions" in s for s in first.skipped)
     second = t.expire_partitions("7 d")
-    assert second.deleted == ["dt=20230103"] and not second.skipped
+    assert second.partitions_expired == ["dt=20230103"] and not second.skipped
     assert partitions(t) == {recent}
-    assert t.expire_partitions(dt.timedelta(days=7)).deleted == []
+    assert t.expire_partitions(dt.timedelta(days=7)).partitions_expired == []
     assert [s.id for s in t.snapshots()] == [1, 2, 3]
 
 
@@ -112,7 +112,7 @@ def test_date_partitions_read_as_iso_dates(tmp_path):
     t.write(pa.table({"d": pa.array([dt.date(2020, 5, 1), dt.date(2024, 5, 1)], pa.date32()),
                       "id": [1, 2]}))
     res = t.expire_partitions(dt.datetime(2022, 1, 1))
-    assert res.deleted == ["d=2020-05-01"] and not res.skipped
+    assert res.partitions_expired == ["d=2020-05-01"] and not res.skipped
     assert t.read().column("id").to_pylist() == [2]
 
 

@@ -1,4 +1,5 @@
-"""Shared S3 fixtures: one moto server per test session, one fresh bucket per test.
+"""Shared fixtures: one moto S3 server per test session, one fresh bucket per test, and
+catalogs (`catalog` runs a test on local disk and on S3; `local_catalog` on local disk).
 
 Usage in any integration test::
 
@@ -14,6 +15,8 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+
+import lakeformat as lf
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:  # lets s3server import under any pytest import mode
@@ -43,3 +46,22 @@ def s3_bucket(s3_server: str) -> str:
 def s3_warehouse(s3_server: str, s3_bucket: str) -> tuple[str, dict[str, str]]:
     """(warehouse URI "s3://<fresh bucket>/wh", Paimon-style S3 options for it)."""
     return f"s3://{s3_bucket}/wh", s3_options(s3_server)
+
+
+@pytest.fixture(params=["local", "s3"])
+def catalog(request, tmp_path) -> lf.Catalog:
+    """A catalog with database "db", on local disk and on the moto S3 server."""
+    if request.param == "local":
+        cat = lf.Catalog(str(tmp_path / "wh"))
+    else:
+        uri, options = request.getfixturevalue("s3_warehouse")
+        cat = lf.Catalog(uri, options=options)
+    cat.create_database("db")
+    return cat
+
+
+@pytest.fixture()
+def local_catalog(tmp_path) -> lf.Catalog:
+    cat = lf.Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    return cat

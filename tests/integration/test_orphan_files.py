@@ -24,24 +24,6 @@ DAY = 86400
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])
 
 
-@pytest.fixture(params=["local", "s3"])
-def catalog(request, tmp_path) -> lf.Catalog:
-    if request.param == "local":
-        cat = lf.Catalog(str(tmp_path / "wh"))
-    else:
-        uri, options = request.getfixturevalue("s3_warehouse")
-        cat = lf.Catalog(uri, options=options)
-    cat.create_database("db")
-    return cat
-
-
-@pytest.fixture()
-def local_catalog(tmp_path) -> lf.Catalog:
-    cat = lf.Catalog(str(tmp_path / "wh"))
-    cat.create_database("db")
-    return cat
-
-
 def rows(dt, ids, tag="a") -> pa.Table:
     return pa.table({"dt": [dt] * len(ids), "id": ids, "v": [f"{tag}{i}" for i in ids]},
                     schema=SCHEMA)

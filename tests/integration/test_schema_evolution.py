@@ -14,24 +14,6 @@ from lakeformat import SchemaChange as SC
 from lakeformat.schema.types import DataField, parse_type
 
 
-@pytest.fixture(params=["local", "s3"])
-def catalog(request, tmp_path) -> lf.Catalog:
-    if request.param == "local":
-        cat = lf.Catalog(str(tmp_path / "wh"))
-    else:
-        uri, options = request.getfixturevalue("s3_warehouse")
-        cat = lf.Catalog(uri, options=options)
-    cat.create_database("db")
-    return cat
-
-
-@pytest.fixture()
-def local(tmp_path) -> lf.Catalog:
-    cat = lf.Catalog(str(tmp_path / "wh"))
-    cat.create_database("db")
-    return cat
-
-
 def listing(t: lf.Table) -> dict[str, bytes]:
     io = t.file_io
     return {s.path: io.read_bytes(s.path) for s in io.list_recursive(t.path)}
@@ -162,8 +144,8 @@ WIDENINGS = [
 
 @pytest.mark.parametrize("old_type,old_vals,new_type,new_vals,expected", WIDENINGS,
                          ids=[w[-1] + f"-{i}" for i, w in enumerate(WIDENINGS)])
-def test_merge_schema_widens_types(local, old_type, old_vals, new_type, new_vals, expected):
-    t = local.create_table("db.w", pa.schema([("id", pa.int64()), ("v", old_type)]),
+def test_merge_schema_widens_types(local_catalog, old_type, old_vals, new_type, new_vals, expected):
+    t = local_catalog.create_table("db.w", pa.schema([("id", pa.int64()), ("v", old_type)]),
                            primary_keys=["id"], options={"bucket": "1"})
     t.write(pa.table({"id": [1], "v": pa.array(old_vals, old_type)}))
     t.write(pa.table({"id": [2], "v": pa.array(new_vals, new_type)}), merge_schema=True)
@@ -174,10 +156,10 @@ def test_merge_schema_widens_types(local, old_type, old_vals, new_type, new_vals
     assert old == (old_vals[0] + b"\x00\x00" if isinstance(old_vals[0], bytes) else old_vals[0])
 
 
-def test_merge_schema_widens_char_and_varchar_lengths(local):
+def test_merge_schema_widens_char_and_varchar_lengths(local_catalog):
     fields = [DataField(0, "id", parse_type("BIGINT NOT NULL")),
               DataField(1, "c", parse_type("CHAR(3)")), DataField(2, "v", parse_type("VARCHAR(4)"))]
-    t = local.create_table("db.s", fields, primary_keys=["id"], options={"bucket": "1"})
+    t = local_catalog.create_table("db.s", fields, primary_keys=["id"], options={"bucket": "1"})
     t.write(pa.table({"id": [1], "c": ["abc"], "v": ["wxyz"]}))
     t.alter([SC.update_column_type("v", "VARCHAR(10)")])
     assert types_of(t)["v"] == "VARCHAR(10)"
@@ -188,9 +170,9 @@ def test_merge_schema_widens_char_and_varchar_lengths(local):
                                 2: {"id": 2, "c": "a longer text", "v": None}}
 
 
-def test_merge_schema_nested_row_gains_field(local):
+def test_merge_schema_nested_row_gains_field(local_catalog):
     point = pa.struct([("x", pa.int32()), ("y", pa.int32())])
-    t = local.create_table("db.n", pa.schema([("id", pa.int64()), ("p", point)]),
+    t = local_catalog.create_table("db.n", pa.schema([("id", pa.int64()), ("p", point)]),
                            primary_keys=["id"], options={"bucket": "1"})
     t.write(pa.table({"id": [1], "p": pa.array([{"x": 1, "y": 2}], point)}))
     point3 = pa.struct([("z", pa.string()), ("x", pa.int64())])  # new field, reordered, widened
@@ -234,8 +216,8 @@ def test_merge_schema_refusals_leave_table_unchanged(catalog, name, old_type, ol
     assert [s.id for s in t.refresh().schemas()] == [0]
 
 
-def test_explicit_cast_allows_lossy_type_change(local):
-    t = local.create_table("db.e", pa.schema([("id", pa.int64()), ("v", pa.int64()),
+def test_explicit_cast_allows_lossy_type_change(local_catalog):
+    t = local_catalog.create_table("db.e", pa.schema([("id", pa.int64()), ("v", pa.int64()),
                                                ("s", pa.string())]),
                            primary_keys=["id"], options={"bucket": "1"})
     t.write(pa.table({"id": [1], "v": [42], "s": ["17"]}))
@@ -248,8 +230,8 @@ def test_explicit_cast_allows_lossy_type_change(local):
     assert by_key(t.read()) == {1: {"id": 1, "v": 42, "s": 17}, 2: {"id": 2, "v": 5, "s": 3}}
 
 
-def test_without_type_widening_data_is_cast_to_table_types(local):
-    t = local.create_table("db.k", pa.schema([("id", pa.int64()), ("v", pa.int64())]),
+def test_without_type_widening_data_is_cast_to_table_types(local_catalog):
+    t = local_catalog.create_table("db.k", pa.schema([("id", pa.int64()), ("v", pa.int64())]),
                            primary_keys=["id"],
                            options={"bucket": "1", "write.merge-schema.type-widening": "false"})
     t.write(pa.table({"id": [1], "v": pa.array([7], pa.int32()), "w": ["new"]}),
@@ -258,9 +240,9 @@ def test_without_type_widening_data_is_cast_to_table_types(local):
     assert t.read().to_pylist() == [{"id": 1, "v": 7, "w": "new"}]
 
 
-def test_merge_schema_option_on_table_and_not_null_columns(local):
-    t = local.create_table("db.o", pa.schema([("id", pa.int64()), ("v", pa.int64(), False)]),
-                           primary_keys=["id"], options={"bucket": "1"})
+def test_merge_schema_option_on_table_and_not_null_columns(local_catalog):
+    schema = pa.schema([("id", pa.int64()), ("v", pa.int64(), False)])
+    t = local_catalog.create_table("db.o", schema, primary_keys=["id"], options={"bucket": "1"})
     t.alter(SC.set_option("write.merge-schema", "true"))
     before = listing(t)
     with pytest.raises(lf.SchemaMismatchError, match="NOT NULL"):
@@ -272,8 +254,8 @@ def test_merge_schema_option_on_table_and_not_null_columns(local):
         t.write(pa.table({"id": [2], "v": [2], "d": [1]}), merge_schema=False)
 
 
-def test_merge_schema_noop_commits_no_schema(local):
-    t = local.create_table("db.z", pa.schema([("id", pa.int64()), ("v", pa.int64())]),
+def test_merge_schema_noop_commits_no_schema(local_catalog):
+    t = local_catalog.create_table("db.z", pa.schema([("id", pa.int64()), ("v", pa.int64())]),
                            primary_keys=["id"], options={"bucket": "1"})
     t.write(pa.table({"id": [1], "v": [1]}), merge_schema=True)
     t.write(pa.table({"id": [2]}), merge_schema=True)  # fewer columns: nothing to add
@@ -283,8 +265,8 @@ def test_merge_schema_noop_commits_no_schema(local):
 
 # -- alter: every change and Paimon's refusals -----------------------------------------------------
 
-def test_alter_every_change_kind(local):
-    t = local.create_table("db.a", pa.schema([("id", pa.int64()), ("a", pa.int32()),
+def test_alter_every_change_kind(local_catalog):
+    t = local_catalog.create_table("db.a", pa.schema([("id", pa.int64()), ("a", pa.int32()),
                                                ("b", pa.string()),
                                                ("r", pa.struct([("x", pa.int32())]))]),
                            primary_keys=["id"], options={"bucket": "1"})
@@ -311,8 +293,8 @@ def test_alter_every_change_kind(local):
     assert t.read(snapshot_id=1).to_pylist() == [{"id": 1, "a": 1, "b": "one", "r": {"x": 9}}]
 
 
-def test_alter_rename_updates_options_naming_the_column(local):
-    t = local.create_table("db.agg", pa.schema([("id", pa.int64()), ("total", pa.int64()),
+def test_alter_rename_updates_options_naming_the_column(local_catalog):
+    t = local_catalog.create_table("db.agg", pa.schema([("id", pa.int64()), ("total", pa.int64()),
                                                  ("seq", pa.int64())]),
                            primary_keys=["id"],
                            options={"bucket": "1", "merge-engine": "aggregation",
@@ -368,16 +350,16 @@ def test_alter_refusals_leave_table_unchanged(catalog, change, match):
     assert listing(t) == before
 
 
-def test_alter_before_any_snapshot_may_change_immutable_options(local):
-    t = local.create_table("db.fresh", pa.schema([("id", pa.int64()), ("v", pa.int64())]),
+def test_alter_before_any_snapshot_may_change_immutable_options(local_catalog):
+    t = local_catalog.create_table("db.fresh", pa.schema([("id", pa.int64()), ("v", pa.int64())]),
                            primary_keys=["id"], options={"bucket": "1"})
     t.alter([SC.set_option("merge-engine", "first-row")])
     t.write(pa.table({"id": [1, 1], "v": [1, 2]}))
     assert t.read().to_pylist() == [{"id": 1, "v": 1}]
 
 
-def test_update_type_to_char_and_binary_pads_like_java(local):
-    t = local.create_table("db.p", pa.schema([("id", pa.int64()), ("s", pa.string()),
+def test_update_type_to_char_and_binary_pads_like_java(local_catalog):
+    t = local_catalog.create_table("db.p", pa.schema([("id", pa.int64()), ("s", pa.string()),
                                                ("n", pa.int64())]),
                            primary_keys=["id"], options={"bucket": "1"})
     t.write(pa.table({"id": [1, 2], "s": ["ab", "abcdef"], "n": [12, -3]}))
@@ -387,8 +369,8 @@ def test_update_type_to_char_and_binary_pads_like_java(local):
 
 
 @pytest.mark.parametrize("engine", ["deduplicate", "partial-update"])
-def test_compaction_rewrites_old_schema_files_by_field_id(local, engine):
-    t = local.create_table("db.c", pa.schema([("id", pa.int64()), ("a", pa.int32()),
+def test_compaction_rewrites_old_schema_files_by_field_id(local_catalog, engine):
+    t = local_catalog.create_table("db.c", pa.schema([("id", pa.int64()), ("a", pa.int32()),
                                                ("gone", pa.string()), ("b", pa.float32())]),
                            primary_keys=["id"], options={"bucket": "2", "merge-engine": engine})
     t.write(pa.table({"id": [1, 2, 3], "a": pa.array([1, 2, 3], pa.int32()),

@@ -17,24 +17,6 @@ SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())]
 KEY = [("dt", "ascending"), ("id", "ascending")]
 
 
-@pytest.fixture(params=["local", "s3"])
-def catalog(request, tmp_path) -> lf.Catalog:
-    if request.param == "local":
-        cat = lf.Catalog(str(tmp_path / "wh"))
-    else:
-        uri, options = request.getfixturevalue("s3_warehouse")
-        cat = lf.Catalog(uri, options=options)
-    cat.create_database("db")
-    return cat
-
-
-@pytest.fixture()
-def local_catalog(tmp_path) -> lf.Catalog:
-    cat = lf.Catalog(str(tmp_path / "wh"))
-    cat.create_database("db")
-    return cat
-
-
 def make_table(catalog, **options) -> lf.Table:
     return catalog.create_table("db.t", SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
                                 options={"bucket": "1", **options})

@@ -17,17 +17,6 @@ SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("name", pa.string(
                     ("price", pa.decimal128(10, 2)), ("qty", pa.int32())])
 
 
-@pytest.fixture(params=["local", "s3"])
-def catalog(request, tmp_path) -> lf.Catalog:
-    if request.param == "local":
-        cat = lf.Catalog(str(tmp_path / "wh"))
-    else:
-        uri, options = request.getfixturevalue("s3_warehouse")
-        cat = lf.Catalog(uri, options=options)
-    cat.create_database("db")
-    return cat
-
-
 def rows(dt, ids, names=None, prices=None, qty=None) -> pa.Table:
     n = len(ids)
     from decimal import Decimal

@@ -20,6 +20,7 @@ deletes.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from lakeformat.errors import InvalidOptionError
@@ -48,9 +49,31 @@ class ExpirePlan:
     skipped: list[str] = field(default_factory=list)
 
 
+def read_snapshots(sm: SnapshotManager, ids: range, cache: dict[int, Snapshot]
+                   ) -> dict[int, Snapshot]:
+    """Snapshots of `ids` (missing ones skipped), read in parallel and kept in `cache`."""
+    todo = [i for i in ids if i not in cache]
+
+    def one(sid: int) -> Snapshot | None:
+        try:
+            return sm.snapshot(sid)
+        except FileNotFoundError:
+            return None  # removed by a concurrent expiry
+
+    if len(todo) > 1:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            found = list(pool.map(one, todo))
+    else:
+        found = [one(i) for i in todo]
+    cache.update({s.id: s for s in found if s is not None})
+    return {i: cache[i] for i in ids if i in cache}
+
+
 def expire_range(sm: SnapshotManager, consumers: ConsumerManager, retain_min: int,
-                 retain_max: int, cutoff_ms: int, max_deletes: int) -> tuple[int, int] | None:
+                 retain_max: int, cutoff_ms: int, max_deletes: int,
+                 cache: dict[int, Snapshot] | None = None) -> tuple[int, int] | None:
     """`(earliest, end)`: snapshots `[earliest, end)` expire (None: no snapshot at all)."""
+    cache = {} if cache is None else cache
     if retain_min < 1:
         raise InvalidOptionError(f"retain_min must be at least 1, got {retain_min}")
     if retain_max < retain_min:
@@ -68,26 +91,20 @@ def expire_range(sm: SnapshotManager, consumers: ConsumerManager, retain_min: in
     if pinned is not None:
         end = min(end, pinned)
     end = min(end, earliest + max_deletes)
+    found = read_snapshots(sm, range(low + 1, end + 1), cache) if end > low else {}
     for sid in range(low, end):
-        try:
-            nxt = sm.snapshot(sid + 1)
-        except FileNotFoundError:
-            continue  # removed by a concurrent expiry
-        if cutoff_ms <= nxt.time_millis:
+        nxt = found.get(sid + 1)
+        if nxt is not None and cutoff_ms <= nxt.time_millis:
             return earliest, sid
     return earliest, max(end, earliest)
 
 
 def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest: int,
-                end: int) -> ExpirePlan | None:
+                end: int, cache: dict[int, Snapshot] | None = None) -> ExpirePlan | None:
     """What expiring `[earliest, end)` deletes; None when `end` no longer exists."""
     sm = SnapshotManager(file_io, table_path)
-    snaps = []
-    for sid in range(earliest, end + 1):
-        try:
-            snaps.append(sm.snapshot(sid))
-        except FileNotFoundError:
-            continue
+    snaps = list(read_snapshots(sm, range(earliest, end + 1), {} if cache is None
+                                else cache).values())
     if not snaps or snaps[-1].id != end:
         return None
     plan = ExpirePlan(earliest, end, [s for s in snaps if s.id != end])
@@ -111,6 +128,7 @@ def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest:
         plan.snapshot_files = [sm.snapshot_path(s.id) for s in plan.snapshots]
         return plan
 
+    _prefetch_deltas(refs, snaps, plan)
     for s in snaps:
         if s.id == earliest:
             continue  # its deletions were handled when the previous earliest expired
@@ -152,6 +170,23 @@ def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest:
     return plan
 
 
+def _prefetch_deltas(refs: TableReferences, snaps: list[Snapshot], plan: ExpirePlan) -> None:
+    """Read the expiring range's delta and changelog manifests in parallel (each once); a
+    failure here is ignored: the per-snapshot reads below hit it again and delete less."""
+    def lists(s: Snapshot) -> list:
+        try:
+            return refs.manifest_list(s.delta_manifest_list) + refs.changelog_manifests(s)
+        except Exception:
+            return []
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        metas = [m for found in pool.map(lists, snaps) for m in found]
+    try:
+        refs.prefetch(metas)
+    except Exception:
+        pass
+
+
 def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
                      retain_min: int | None = None, retain_max: int | None = None,
                      older_than: OlderThan = None, max_deletes: int | None = None,
@@ -164,15 +199,17 @@ def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, tabl
     cutoff = cutoff_millis(older_than, opts.snapshot_time_retained)
     result = MaintenanceResult(table_name, "expire-snapshots", dry_run=dry_run)
     sm = SnapshotManager(file_io, table_path)
+    cache: dict[int, Snapshot] = {}
     span = expire_range(sm, ConsumerManager(file_io, table_path), retain_min, retain_max,
-                        cutoff, max_deletes)
+                        cutoff, max_deletes, cache)
     if span is None:
         result.duration_s = round(time.monotonic() - start, 3)
         return result
     earliest, end = span
     result.earliest_snapshot = earliest
     result.latest_snapshot = sm.latest_snapshot_id()
-    plan = plan_expire(file_io, table_path, schema, earliest, end) if end > earliest else None
+    plan = plan_expire(file_io, table_path, schema, earliest, end, cache) \
+        if end > earliest else None
     if plan is None:
         if not dry_run and end <= earliest and not file_io.exists(
                 file_io.join(sm.snapshot_dir, EARLIEST)):

@@ -16,7 +16,8 @@ import pyarrow as pa
 from lakeformat.catalog import Catalog
 from lakeformat.errors import LakeformatError
 from lakeformat.schema.schema_change import Move, SchemaChange
-from lakeformat.schema.types import DataField, parse_type, to_arrow
+from lakeformat.schema.type_text import parse_type
+from lakeformat.schema.types import DataField, to_arrow
 from lakeformat.table import Table
 
 

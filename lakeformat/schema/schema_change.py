@@ -15,7 +15,8 @@ from typing import Any
 import pyarrow as pa
 
 from lakeformat.errors import InvalidOptionError
-from lakeformat.schema.types import DataType, from_arrow, parse_type
+from lakeformat.schema.type_text import parse_type
+from lakeformat.schema.types import DataType, from_arrow
 
 
 def as_data_type(value: Any) -> DataType:

@@ -11,7 +11,8 @@ import pytest
 import lakeformat as lf
 from lakeformat import Move
 from lakeformat import SchemaChange as SC
-from lakeformat.schema.types import DataField, parse_type
+from lakeformat.schema.type_text import parse_type
+from lakeformat.schema.types import DataField
 
 
 def listing(t: lf.Table) -> dict[str, bytes]:

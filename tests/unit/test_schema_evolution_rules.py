@@ -10,7 +10,8 @@ from lakeformat.schema.casts import supports_cast
 from lakeformat.schema.merging import MergeSchemaOptions, merge_schemas
 from lakeformat.schema.projection import FieldIdProjection, evolve_column
 from lakeformat.schema.table_schema import new_schema
-from lakeformat.schema.types import DataField, DataType, assign_field_ids, parse_type
+from lakeformat.schema.type_text import parse_type
+from lakeformat.schema.types import DataField, DataType, assign_field_ids
 
 
 def T(text: str):

@@ -21,21 +21,22 @@ import time
 from dataclasses import dataclass
 
 from lakeformat.errors import InvalidOptionError, LakeformatError, UnsupportedError
-from lakeformat.meta.snapshot import EARLIEST, LATEST, Snapshot, SnapshotManager
-from lakeformat.meta.tag import TAG_DIR, TAG_PREFIX, TagManager
+from lakeformat.meta.snapshot import EARLIEST, LATEST
+from lakeformat.meta.tag import TAG_DIR, TAG_PREFIX
 from lakeformat.operation.cleanup import OlderThan, cutoff_millis
-from lakeformat.operation.references import MANIFEST_DIR, STATISTICS_DIR, TableReferences
+from lakeformat.operation.references import (
+    MANIFEST_DIR,
+    STATISTICS_DIR,
+    ReferenceScan,
+)
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO, FileStatus
 
 DEFAULT_OLDER_THAN = dt.timedelta(days=1)
 MIN_AGE_MS = 3600 * 1000  # files younger than an hour may belong to a commit in progress
-CHANGELOG_DIR = "changelog"
 BRANCH_DIR = "branch"
-MAX_SCAN_ROUNDS = 10
 _SNAPSHOT_FILE = re.compile(r"snapshot-\d+$")
-_CHANGELOG_FILE = re.compile(r"changelog-(\d+)$")
 
 DATA, CHANGELOG, MANIFEST, OTHER = "data", "changelog", "manifest", "other"
 _ORDER = {DATA: 0, CHANGELOG: 0, MANIFEST: 1, OTHER: 2}
@@ -44,100 +45,6 @@ _ORDER = {DATA: 0, CHANGELOG: 0, MANIFEST: 1, OTHER: 2}
 def now_millis() -> int:
     """The clock every age decision reads (one place, so tests can move it)."""
     return int(time.time() * 1000)
-
-
-class ReferenceScan:
-    """Every snapshot, tag and long-lived changelog (`changelog/changelog-N`) of a table, and
-    what they reference: file names (lists, manifests, index manifest, statistics, data,
-    changelog and extra files) and schema ids (their `schemaId` and every file's `_SCHEMA_ID`).
-
-    `refresh()` reads only what appeared since the last call, so calling it until it returns 0
-    covers commits made while the scan ran. Any failure raises naming what could not be read.
-    """
-
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, operation: str):
-        self.file_io = file_io
-        self.table_path = table_path
-        self.operation = operation
-        self.refs = TableReferences(file_io, table_path, schema)
-        self.snapshots = SnapshotManager(file_io, table_path)
-        self.tags = TagManager(file_io, table_path)
-        self.read: dict[tuple[str, str], Snapshot] = {}
-        self.names: set[str] = set()
-        self.schema_ids: set[int] = set()
-        self._manifests_done: set[str] = set()
-
-    def _fail(self, what: str, e: Exception) -> LakeformatError:
-        return LakeformatError(f"{self.operation} of {self.table_path} aborted, nothing "
-                               f"deleted: cannot read {what}: {e}")
-
-    def _load(self, path: str) -> Snapshot | None:
-        """A snapshot, tag or changelog file; None when it is gone (expired or deleted since
-        the listing: what only it referenced is being deleted by that job anyway)."""
-        try:
-            return Snapshot.from_json(self.file_io.read_bytes(path), path)
-        except FileNotFoundError:
-            return None
-
-    def _listing(self) -> list[tuple[tuple[str, str], str]]:
-        io = self.file_io
-        out = [(("snapshot", str(sid)), self.snapshots.snapshot_path(sid))
-               for sid in self.snapshots.snapshot_ids()]
-        out += [(("tag", name), self.tags.tag_path(name)) for name in self.tags.names()]
-        for st in io.list_status(io.join(self.table_path, CHANGELOG_DIR)):
-            base = st.path.rsplit("/", 1)[-1]
-            if _CHANGELOG_FILE.match(base):
-                out.append((("changelog", base), st.path))
-        return out
-
-    def refresh(self) -> int:
-        """Read what appeared since the last call; returns how many files were new."""
-        try:
-            listing = self._listing()
-        except Exception as e:
-            raise self._fail("the snapshot, tag and changelog directories", e) from e
-        new = 0
-        for key, path in listing:
-            if key in self.read:
-                continue
-            try:
-                snap = self._load(path)
-                if snap is None:
-                    continue
-                self._add(snap)
-            except Exception as e:
-                raise self._fail(f"{key[0]} {key[1]} ({path})", e) from e
-            self.read[key] = snap
-            new += 1
-        return new
-
-    def scan_until_stable(self) -> None:
-        for _ in range(MAX_SCAN_ROUNDS):
-            if self.refresh() == 0:
-                return
-        raise LakeformatError(f"{self.operation} of {self.table_path} aborted, nothing deleted: "
-                              f"snapshots and tags kept changing over {MAX_SCAN_ROUNDS} scans")
-
-    def _add(self, snap: Snapshot) -> None:
-        refs = self.refs
-        self.schema_ids.add(snap.schema_id)
-        self.names.update(refs.metadata_names(snap))
-        if snap.statistics:
-            self.names.add(snap.statistics)
-        metas = refs.data_manifests(snap) + refs.changelog_manifests(snap)
-        todo = [m for m in metas if m.file_name not in self._manifests_done]
-        refs.prefetch(todo)
-        for m in todo:
-            for e in refs.entries(m.file_name):
-                f = e.file
-                self.names.add(f.file_name)
-                self.names.update(x.rsplit("/", 1)[-1] for x in f.extra_files)
-                self.schema_ids.add(f.schema_id)
-            self._manifests_done.add(m.file_name)
-
-    @property
-    def snapshot_ids(self) -> list[int]:
-        return sorted(int(k[1]) for k in self.read if k[0] == "snapshot")
 
 
 @dataclass(frozen=True)

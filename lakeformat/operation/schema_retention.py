@@ -22,7 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from lakeformat.errors import InvalidOptionError, LakeformatError
 from lakeformat.operation.cleanup import OlderThan, cutoff_millis
-from lakeformat.operation.orphan_files import ReferenceScan, now_millis
+from lakeformat.operation.orphan_files import now_millis
+from lakeformat.operation.references import ReferenceScan
 from lakeformat.options import parse_duration
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.schema_manager import SchemaManager

@@ -401,28 +401,10 @@ def assign_field_ids(fields: list[DataField], start: int = 0) -> tuple[list[Data
     counter = start + len(fields)
     out: list[DataField] = []
     for i, f in enumerate(fields):
-        new_type, counter = _assign_nested(f.type, counter)
+        new_type, highest = reassign_field_ids(f.type, counter - 1)
+        counter = highest + 1
         out.append(replace(f, id=start + i, type=new_type))
     return out, counter - 1
-
-
-def _assign_nested(dt: DataType, counter: int) -> tuple[DataType, int]:
-    if dt.root == "ROW":
-        new_fields = []
-        for f in dt.fields:
-            fid = counter
-            counter += 1
-            sub, counter = _assign_nested(f.type, counter)
-            new_fields.append(replace(f, id=fid, type=sub))
-        return replace(dt, fields=tuple(new_fields)), counter
-    if dt.root in ("ARRAY", "MULTISET"):
-        sub, counter = _assign_nested(dt.element, counter)  # type: ignore[arg-type]
-        return replace(dt, element=sub), counter
-    if dt.root == "MAP":
-        k, counter = _assign_nested(dt.key, counter)  # type: ignore[arg-type]
-        v, counter = _assign_nested(dt.value, counter)  # type: ignore[arg-type]
-        return replace(dt, key=k, value=v), counter
-    return dt, counter
 
 
 def reassign_field_ids(dt: DataType, highest: int) -> tuple[DataType, int]:

@@ -23,13 +23,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from lakeformat.errors import InvalidOptionError
+from lakeformat.errors import InvalidOptionError, UnsupportedError
 from lakeformat.meta.consumer import ConsumerManager
 from lakeformat.meta.data_file_meta import FileKind
 from lakeformat.meta.snapshot import EARLIEST, Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
 from lakeformat.operation.cleanup import OlderThan, cutoff_millis, delete_paths
-from lakeformat.operation.references import TableReferences, deleted_in
+from lakeformat.operation.references import CHANGELOG_DIR, TableReferences, deleted_in
 from lakeformat.options import CoreOptions
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.table_schema import TableSchema
@@ -114,14 +114,7 @@ def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest:
 
     # what the new earliest snapshot and every tag still use: never deleted
     try:
-        keep_files: set[str] = set()
-        keep_meta: set[str] = set()
-        for k in keepers:
-            keep_meta |= refs.metadata_names(k)
-            if k.statistics:
-                keep_meta.add(k.statistics)
-            for e in refs.live_entries(k) + refs.changelog_entries(k):
-                keep_files.update(r.path for r in refs.file_refs(e))
+        keep_files, keep_meta = refs.keep_sets(keepers)
     except Exception as e:  # cannot know what is in use: delete no file at all
         plan.skipped.append(f"kept every file: could not read what snapshot {end} and the "
                             f"tags reference ({type(e).__name__}: {e})")
@@ -187,6 +180,24 @@ def _prefetch_deltas(refs: TableReferences, snaps: list[Snapshot], plan: ExpireP
         pass
 
 
+DECOUPLED_CHANGELOG_OPTIONS = ("changelog.num-retained.min", "changelog.num-retained.max",
+                               "changelog.time-retained")
+
+
+def _refuse_decoupled_changelog(file_io: FileIO, table_path: str, schema: TableSchema) -> None:
+    """Paimon keeps a decoupled changelog (`changelog/changelog-N`) alive past its snapshots;
+    lakeformat does not maintain one, so it refuses rather than delete files it still needs."""
+    for key in DECOUPLED_CHANGELOG_OPTIONS:
+        if key in schema.options:
+            raise UnsupportedError(f"{table_path}: option {key} (a changelog kept longer than "
+                                   "snapshots) is not supported by lakeformat's expiry")
+    folder = file_io.join(table_path, CHANGELOG_DIR)
+    if any(st.path.rsplit("/", 1)[-1].startswith("changelog-")
+           for st in file_io.list_status(folder)):
+        raise UnsupportedError(f"{folder} holds long-lived changelog files; lakeformat's expiry "
+                               "does not maintain them")
+
+
 def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
                      retain_min: int | None = None, retain_max: int | None = None,
                      older_than: OlderThan = None, max_deletes: int | None = None,
@@ -198,6 +209,7 @@ def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, tabl
     max_deletes = opts.snapshot_expire_limit if max_deletes is None else int(max_deletes)
     cutoff = cutoff_millis(older_than, opts.snapshot_time_retained)
     result = MaintenanceResult(table_name, "expire-snapshots", dry_run=dry_run)
+    _refuse_decoupled_changelog(file_io, table_path, schema)
     sm = SnapshotManager(file_io, table_path)
     cache: dict[int, Snapshot] = {}
     span = expire_range(sm, ConsumerManager(file_io, table_path), retain_min, retain_max,
@@ -235,6 +247,7 @@ def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, tabl
         sm.commit_earliest_hint(end)
         if failed:
             result.skipped.append(f"{len(failed)} files could not be deleted: {failed[:5]}")
-            result.deleted = [p for p in result.deleted if p not in set(failed)]
+            not_deleted = set(failed)
+            result.deleted = [p for p in result.deleted if p not in not_deleted]
     result.duration_s = round(time.monotonic() - start, 3)
     return result

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from lakeformat.errors import CorruptFileError
 from lakeformat.merge import create_sorted_merge
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import (
@@ -52,30 +53,40 @@ class MergedSlice:
 
 
 class _RunReader:
-    """Pieces of one sorted run (its files in key order), and how many rows are left."""
+    """Pieces of one sorted run (its files in key order). `done` once every file is read to
+    its end; a file holding another number of rows than its metadata says is corrupt (never
+    trust the metadata to tell where a run ends: rows past it would be dropped silently)."""
 
     def __init__(self, files: Sequence[DataFileMeta], open_file, piece_bytes: int):
         self.files = list(files)
-        self.remaining = sum(f.row_count for f in self.files)
+        self.done = not self.files
         self._open = open_file
         self._piece_bytes = piece_bytes
         self._iter: Iterator[pa.Table] | None = None
         self._next_file = 0
+        self._current: DataFileMeta | None = None
+        self._rows = 0
 
     def read(self) -> pa.Table | None:
         while True:
             if self._iter is None:
                 if self._next_file >= len(self.files):
-                    self.remaining = 0
+                    self.done = True
                     return None
-                self._iter = self._open(self.files[self._next_file], self._piece_bytes)
+                self._current = self.files[self._next_file]
+                self._iter = self._open(self._current, self._piece_bytes)
                 self._next_file += 1
+                self._rows = 0
             piece = next(self._iter, None)
             if piece is None:
+                meta = self._current
+                if meta is not None and self._rows != meta.row_count:
+                    raise CorruptFileError(f"data file {meta.file_name} holds {self._rows} rows "
+                                           f"but its manifest entry says {meta.row_count}")
                 self._iter = None
                 continue
             if piece.num_rows:
-                self.remaining -= piece.num_rows
+                self._rows += piece.num_rows
                 return piece
 
 
@@ -112,12 +123,12 @@ class MergeTreeReader:
         pending: list[pa.Table | None] = [None] * len(runs)
         while True:
             for i, reader in enumerate(readers):
-                if (pending[i] is None or pending[i].num_rows == 0) and reader.remaining > 0:
+                if (pending[i] is None or pending[i].num_rows == 0) and not reader.done:
                     pending[i] = reader.read()
             active = [i for i, p in enumerate(pending) if p is not None and p.num_rows]
             if not active:
                 return
-            bounded = [i for i in active if readers[i].remaining > 0]
+            bounded = [i for i in active if not readers[i].done]
             result = self._slice(pending, active, bounded, top, drop_delete,
                                  changelog_level is not None)
             if result.rows.num_rows or (result.changelog is not None

@@ -128,6 +128,19 @@ class TableReferences:
             names.add(snap.index_manifest)
         return names
 
+    def keep_sets(self, keepers: Iterable[Snapshot]) -> tuple[set[str], set[str]]:
+        """What cleanup must keep for these snapshots/tags: paths of every data, changelog and
+        extra file they read, and the names under `manifest/` and `statistics/` they need."""
+        files: set[str] = set()
+        meta: set[str] = set()
+        for k in keepers:
+            meta |= self.metadata_names(k)
+            if k.statistics:
+                meta.add(k.statistics)
+            for e in self.live_entries(k) + self.changelog_entries(k):
+                files.update(r.path for r in self.file_refs(e))
+        return files, meta
+
     # -- paths ----------------------------------------------------------------------------------
     def partition_values(self, partition: bytes) -> tuple:
         values = self._partitions.get(partition)
@@ -159,10 +172,6 @@ class TableReferences:
             for m in metas:
                 sizes[m.file_name] = m.file_size
         return sizes
-
-
-def identifiers(entries: Iterable[ManifestEntry]) -> set:
-    return {e.identifier for e in entries}
 
 
 def deleted_in(entries: list[ManifestEntry]) -> list[ManifestEntry]:

@@ -69,13 +69,9 @@ def delete_tag(file_io: FileIO, table_path: str, schema: TableSchema, table_name
     data: dict[str, int] = {}
     changelog: dict[str, int] = {}
     manifests: dict[str, int] = {}
+    stats: list[str] = []
     try:
-        keep_files: set[str] = set()
-        keep_meta: set[str] = set()
-        for k in keepers:
-            keep_meta |= refs.metadata_names(k)
-            for e in refs.live_entries(k) + refs.changelog_entries(k):
-                keep_files.update(r.path for r in refs.file_refs(e))
+        keep_files, keep_meta = refs.keep_sets(keepers)
         snap = tag.snapshot
         for e in refs.live_entries(snap):
             for r in refs.file_refs(e):
@@ -90,21 +86,24 @@ def delete_tag(file_io: FileIO, table_path: str, schema: TableSchema, table_name
         sizes = refs.manifest_sizes()  # after metadata_names: it records the lists' sizes
         for n in sorted(names - keep_meta - index):
             manifests[refs.manifest_path(n)] = sizes.get(n, 0)
+        if snap.statistics and snap.statistics not in keep_meta:
+            stats.append(refs.statistics_path(snap.statistics))
     except Exception as e:  # cannot know what is still used: only the tag file goes
         result.skipped.append(f"kept the tag's files: {type(e).__name__}: {e}")
-        data, changelog, manifests = {}, {}, {}
+        data, changelog, manifests, stats = {}, {}, {}, []
     result.data_files_deleted = len(data)
     result.changelog_files_deleted = len(changelog)
     result.manifest_files_deleted = len(manifests)
-    result.other_files_deleted = 1
+    result.other_files_deleted = 1 + len(stats)
     result.bytes_deleted = sum(data.values()) + sum(changelog.values()) + sum(manifests.values())
-    result.deleted = [tag_file, *data, *changelog, *manifests]
+    result.deleted = [tag_file, *data, *changelog, *manifests, *stats]
     if not dry_run:
         manager.delete_file(name)  # first: a crash later leaves orphans, never a broken tag
-        failed = delete_paths(file_io, [*data, *changelog, *manifests])
+        failed = delete_paths(file_io, [*data, *changelog, *manifests, *stats])
         if failed:
             result.skipped.append(f"{len(failed)} files could not be deleted: {failed[:5]}")
-            result.deleted = [p for p in result.deleted if p not in set(failed)]
+            not_deleted = set(failed)
+            result.deleted = [p for p in result.deleted if p not in not_deleted]
     result.earliest_snapshot = earliest
     result.duration_s = round(time.monotonic() - start, 3)
     return result

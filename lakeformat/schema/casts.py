@@ -63,11 +63,6 @@ def supports_cast(src: DataType, dst: DataType, allow_explicit: bool) -> bool:
     return allow_explicit and src.root in _EXPLICIT.get(dst.root, set())
 
 
-def is_widening(src: DataType, dst: DataType) -> bool:
-    """An implicit cast that keeps every value: the type changes a merge-schema write makes."""
-    return merged_leaf(src, dst, allow_explicit=False) == dst.copy(src.nullable)
-
-
 def merged_leaf(base: DataType, update: DataType, allow_explicit: bool) -> DataType:
     """Java's SchemaMergingUtils rule for two leaf types (nullability of `base` kept).
 

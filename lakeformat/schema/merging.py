@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from lakeformat.errors import SchemaMismatchError, UnsupportedError
 from lakeformat.options import parse_bool
-from lakeformat.schema.casts import check_value_cast, merged_leaf
+from lakeformat.schema.casts import check_value_cast, merged_leaf, supports_cast
 from lakeformat.schema.table_schema import KEY_PREFIX, SYSTEM_FIELD_NAMES, TableSchema
 from lakeformat.schema.types import DataField, DataType, reassign_field_ids
 
@@ -44,11 +44,29 @@ def merge_schemas(current: TableSchema, data_fields: list[DataField],
     Raises SchemaMismatchError naming the column and both types when a type cannot merge.
     """
     counter = [current.highest_field_id]
+    keys = set(current.primary_keys) | set(current.partition_keys)
+    data_fields = [_keep_key_type(current, f) if f.name in keys else f for f in data_fields]
     fields = _merge_fields(list(current.fields), data_fields, counter, opts, ())
     if tuple(fields) == current.fields:
         return current
     return replace(current, id=current.id + 1, fields=tuple(fields),
                    highest_field_id=counter[0])
+
+
+def _keep_key_type(schema: TableSchema, given: DataField) -> DataField:
+    """Key columns never change type (their bytes decide buckets and partitions): data of a
+    type that casts implicitly to the key's is written as the key's type, anything else is
+    refused naming the column and both types."""
+    key = schema.field(given.name)
+    if given.type.copy(True) == key.type.copy(True):
+        return given
+    if not key.type.is_nested and supports_cast(given.type.copy(True), key.type.copy(True),
+                                                False):
+        return replace(given, type=key.type)
+    kind = "partition" if given.name in schema.partition_keys else "primary-key"
+    raise SchemaMismatchError(f"{kind} column {given.name!r} is {key.type}; data of type "
+                              f"{given.type} cannot be written to it, and a key's type never "
+                              "changes")
 
 
 def _merge_fields(base: list[DataField], update: list[DataField], counter: list[int],

@@ -391,3 +391,27 @@ def test_compaction_rewrites_old_schema_files_by_field_id(local_catalog, engine)
     assert {f["schema_id"] for f in t.files()} == {latest}
     assert all(f["level"] == 5 for f in t.files())
     assert after[1] == {"id": 1, "aa": 1, "b": 0.5, "gone": None, "extra": None}
+
+
+def test_merge_schema_never_changes_key_types(catalog):
+    schema = pa.schema([("dt", pa.int32()), ("id", pa.int32()), ("v", pa.string())])
+    t = catalog.create_table("db.k", schema, primary_keys=["dt", "id"], partition_keys=["dt"],
+                             options={"bucket": "4"})
+    ids = pa.array(range(-20, 0), pa.int32())
+    t.write(pa.table({"dt": pa.array([1] * 20, pa.int32()), "id": ids, "v": ["a"] * 20}))
+    # wider key data: refused (widening the key would re-bucket rows and split partitions)
+    before = listing(t)
+    with pytest.raises(lf.SchemaMismatchError, match="primary-key column 'id'"):
+        t.write(pa.table({"dt": pa.array([1], pa.int32()), "id": pa.array([-1], pa.int64()),
+                          "w": [1]}), merge_schema=True)
+    with pytest.raises(lf.SchemaMismatchError, match="partition column 'dt'"):
+        t.write(pa.table({"dt": pa.array([1], pa.int64()), "id": pa.array([-1], pa.int32())}),
+                merge_schema=True)
+    assert listing(t) == before
+    # narrower key data is written as the key's type: same keys, same buckets, no duplicates
+    t.write(pa.table({"dt": pa.array([1] * 20, pa.int8()), "id": pa.array(range(-20, 0),
+                                                                              pa.int16()),
+                      "v": ["b"] * 20, "w": [2] * 20}), merge_schema=True)
+    got = t.read()
+    assert got.num_rows == 20 and set(got["v"].to_pylist()) == {"b"}
+    assert types_of(t)["id"] == "INT NOT NULL" and types_of(t)["dt"] == "INT NOT NULL"

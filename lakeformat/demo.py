@@ -1,5 +1,5 @@
 """`make demo`: a Paimon table on an embedded S3 server — create, write, update, delete,
-merge-schema write, read.
+merge-schema write, read, full compaction, snapshot expiry.
 
 Runs against a moto S3 server bound to 127.0.0.1 (the `demo` extra), so it needs no cloud and
 no Docker. Set LAKEFORMAT_DEMO_WAREHOUSE to a path or s3:// URI to run it against real storage.
@@ -8,6 +8,7 @@ no Docker. Set LAKEFORMAT_DEMO_WAREHOUSE to a path or s3:// URI to run it agains
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import os
 import sys
@@ -73,6 +74,17 @@ def run(warehouse: str, options: dict[str, str]) -> None:
         print(f"   {s.id}  {s.commit_kind:<9} schema {s.schema_id}  "
               f"total {s.total_record_count} records, delta {s.delta_record_count}")
     print("\nlive data files:")
+    print_files(t)
+
+    print("\nfull compaction, then expiry of every snapshot but the latest:")
+    print("  ", t.compact())
+    print("  ", t.expire_snapshots(retain_min=1, older_than=datetime.timedelta(0)))
+    print("\nlive data files after compaction (one sorted run per bucket, top level):")
+    print_files(t)
+    assert t.read().sort_by([("dt", "ascending"), ("id", "ascending")]).equals(rows)
+
+
+def print_files(t: lf.Table) -> None:
     for f in t.files():
         print(f"   {f['partition']} bucket-{f['bucket']} level {f['level']} "
               f"{f['row_count']} rows {f['file_size']} B  {f['file_name']}")

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lakeformat.errors import LakeformatError, SchemaMismatchError
+from lakeformat.errors import InvalidOptionError, LakeformatError, SchemaMismatchError
 from lakeformat.merge import check_merge_options
 from lakeformat.merge.sort import DELETE
 from lakeformat.meta.binary_row import from_avro_bytes
@@ -25,11 +25,19 @@ from lakeformat.operation.write import write_table
 from lakeformat.options import CoreOptions, parse_bool
 from lakeformat.results import CommitResult, CompactResult, MaintenanceResult
 from lakeformat.schema.alter import apply_changes
-from lakeformat.schema.merging import MERGE_SCHEMA, MergeSchemaOptions, merge_schemas
+from lakeformat.schema.merging import (
+    EXPLICIT_CAST,
+    MERGE_SCHEMA,
+    TYPE_WIDENING,
+    MergeSchemaOptions,
+    merge_schemas,
+)
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.schema.types import arrow_schema
 from lakeformat.storage import FileIO
+
+WRITE_OPTIONS = (MERGE_SCHEMA, TYPE_WIDENING, EXPLICIT_CAST)
 
 
 def validate_table_schema(schema: TableSchema) -> None:
@@ -167,7 +175,13 @@ class Table:
         """
         table = as_table(data)
         self.refresh()
-        opts = {**self._schema.options, **{str(k): str(v) for k, v in (options or {}).items()}}
+        per_write = {str(k): str(v).lower() if isinstance(v, bool) else str(v)
+                     for k, v in (options or {}).items()}
+        unknown = sorted(set(per_write) - set(WRITE_OPTIONS))
+        if unknown:
+            raise InvalidOptionError(f"unknown per-write options {unknown}; supported: "
+                                     f"{list(WRITE_OPTIONS)} (table options go through alter)")
+        opts = {**self._schema.options, **per_write}
         if merge_schema is None:
             merge_schema = parse_bool(opts, MERGE_SCHEMA, False)
         if not merge_schema:

@@ -415,3 +415,12 @@ def test_merge_schema_never_changes_key_types(catalog):
     got = t.read()
     assert got.num_rows == 20 and set(got["v"].to_pylist()) == {"b"}
     assert types_of(t)["id"] == "INT NOT NULL" and types_of(t)["dt"] == "INT NOT NULL"
+
+
+def test_unknown_per_write_option_is_refused(local_catalog):
+    t = local_catalog.create_table("db.u", pa.schema([("id", pa.int64())]), primary_keys=["id"],
+                                   options={"bucket": "1"})
+    with pytest.raises(lf.InvalidOptionError, match="bucket"):
+        t.write(pa.table({"id": [1]}), options={"bucket": "8"})
+    t.write(pa.table({"id": [1], "x": [1]}), options={"write.merge-schema": True})
+    assert t.read().to_pylist() == [{"id": 1, "x": 1}]

@@ -8,6 +8,7 @@ from lakeformat.catalog import Catalog, Identifier  # noqa: E402
 from lakeformat.errors import (  # noqa: E402
     CommitConflictError,
     CommitFailedError,
+    CommitOutcomeUnknownError,
     CorruptFileError,
     DatabaseAlreadyExistsError,
     DatabaseNotFoundError,
@@ -27,6 +28,7 @@ __all__ = [
     "Catalog", "Identifier", "Table", "CommitResult", "SchemaChange", "Move",
     "LakeformatError", "UnsupportedError",
     "SchemaMismatchError", "CorruptFileError", "CommitConflictError", "CommitFailedError",
+    "CommitOutcomeUnknownError",
     "InvalidIdentifierError", "InvalidOptionError", "DatabaseNotFoundError",
     "DatabaseAlreadyExistsError", "TableNotFoundError", "TableAlreadyExistsError",
     "__version__",

@@ -44,7 +44,22 @@ class CommitConflictError(LakeformatError):
 
 
 class CommitFailedError(LakeformatError):
-    """A commit that gave up after its retries or timeout."""
+    """A commit that gave up after its retries or timeout; nothing of it landed and the files
+    it wrote were removed. Running the job again is safe."""
+
+
+class CommitOutcomeUnknownError(LakeformatError):
+    """Publishing a snapshot failed in a way that leaves open whether it landed (the request
+    may have succeeded while its answer was lost). Nothing was deleted: if it landed the table
+    is complete, if not its files are orphans that `remove_orphan_files` removes. Check
+    `snapshot_id` (or the table's latest snapshot) before running the job again."""
+
+    def __init__(self, message: str, path: str = "", snapshot_id: int | None = None,
+                 commit_user: str | None = None):
+        super().__init__(message)
+        self.path = path
+        self.snapshot_id = snapshot_id
+        self.commit_user = commit_user
 
 
 class InvalidOptionError(LakeformatError, ValueError):

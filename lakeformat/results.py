@@ -18,6 +18,9 @@ class CommitResult:
     files_deleted: int
     bytes_added: int
     duration_s: float
+    #: times buckets of the write were renumbered and rewritten because other commits wrote
+    #: to them after this write's base snapshot (see `operation/write.WriteJob`)
+    rewrites: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -27,7 +30,9 @@ class CommitResult:
             return f"{self.table}: nothing to commit"
         return (f"{self.table}: snapshot {self.snapshot_id} ({self.commit_kind}), "
                 f"{self.rows_written} rows, +{self.files_added}/-{self.files_deleted} files, "
-                f"{self.bytes_added} bytes in {self.duration_s:.2f}s")
+                f"{self.bytes_added} bytes in {self.duration_s:.2f}s"
+                + (f", renumbered {self.rewrites}x after concurrent commits"
+                   if self.rewrites else ""))
 
 
 @dataclass

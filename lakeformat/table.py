@@ -254,7 +254,8 @@ class Table:
         start = time.monotonic() if start is None else start
         if schema is None:
             schema = self.refresh()._schema
-        snap = write_table(self.file_io, self.path, schema, table, kinds, overwrite)
+        outcome = write_table(self.file_io, self.path, schema, table, kinds, overwrite)
+        snap = outcome.snapshot
         files_added = files_deleted = bytes_added = 0
         if snap is not None:
             files_added, files_deleted, bytes_added = self._delta_counts(snap)
@@ -262,7 +263,7 @@ class Table:
             table=self.name, snapshot_id=snap.id if snap else None,
             commit_kind=snap.commit_kind if snap else None, rows_written=table.num_rows,
             files_added=files_added, files_deleted=files_deleted, bytes_added=bytes_added,
-            duration_s=round(time.monotonic() - start, 3))
+            duration_s=round(time.monotonic() - start, 3), rewrites=outcome.rewrites)
 
     def _delta_counts(self, snap: Snapshot) -> tuple[int, int, int]:
         scan = FileStoreScan(self.file_io, self.path, self._schema)

@@ -44,7 +44,8 @@ def create_merge_function(schema: TableSchema) -> MergeFn:
 
 
 def create_unsorted_merge(schema: TableSchema) -> MergeFn:
-    """Like `create_merge_function`, for records in any order.
+    """Like `create_merge_function`, for records in any order; `run(table, file_ranks=None)`
+    (`file_ranks`: per row, the rank of the file it comes from — the tie rule of `sort`).
 
     Engines that only pick a row per key (`select`: deduplicate, first-row) sort the key
     columns alone and gather just the winning rows, instead of reordering every column.
@@ -54,11 +55,11 @@ def create_unsorted_merge(schema: TableSchema) -> MergeFn:
     select = getattr(module, "select", None)
     merge = module.merge
 
-    def run(table: pa.Table) -> pa.Table:
+    def run(table: pa.Table, file_ranks=None) -> pa.Table:
         if table.num_rows <= 1:
             return table
         perm = merge_permutation(table, ctx.key_names, ctx.sequence_fields,
-                                 ctx.sequence_ascending)
+                                 ctx.sequence_ascending, file_ranks)
         if select is None:
             ordered = table.take(perm)
             return merge(ordered, key_groups(ordered, ctx.key_names), ctx)

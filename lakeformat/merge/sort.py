@@ -1,4 +1,10 @@
-"""Ordering records for merging: key ascending, then `_SEQUENCE_NUMBER`, then retract before add.
+"""Ordering records for merging: key ascending, then `sequence.field`, then `_SEQUENCE_NUMBER`,
+then the rank of the file a record comes from, then retract before add.
+
+The file rank is the one tie rule every reader shares (merge-on-read, full and minor
+compaction, the changelog producer): two records of a key that tie on `sequence.field` and
+sequence number are ordered as their sorted runs are in Paimon's `Levels` (see
+`operation/compact_levels.tie_ranks`), so a compaction never changes which of them wins.
 
 Everything here works on whole columns: a sorted table plus the boundaries of its key groups
 is what every merge engine consumes.
@@ -47,31 +53,36 @@ def _np(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def sort_for_merge(table: pa.Table, key_names: list[str],
-                   sequence_fields: Sequence[str] = (), sequence_ascending: bool = True
-                   ) -> pa.Table:
+                   sequence_fields: Sequence[str] = (), sequence_ascending: bool = True,
+                   file_ranks: np.ndarray | None = None) -> pa.Table:
     """Sort records of one bucket into merge order (see `merge_permutation`)."""
     if table.num_rows <= 1:
         return table
-    return table.take(merge_permutation(table, key_names, sequence_fields, sequence_ascending))
+    return table.take(merge_permutation(table, key_names, sequence_fields, sequence_ascending,
+                                        file_ranks))
 
 
 def merge_permutation(table: pa.Table, key_names: list[str],
-                      sequence_fields: Sequence[str] = (), sequence_ascending: bool = True
-                      ) -> pa.Array:
+                      sequence_fields: Sequence[str] = (), sequence_ascending: bool = True,
+                      file_ranks: np.ndarray | None = None) -> pa.Array:
     """Row order for merging: key ascending; then the `sequence.field` columns in their sort
     order with nulls lowest in both orders (processed first, so they lose); then
-    `_SEQUENCE_NUMBER`; then retract before add, as Paimon's sort-merge readers do. Stable.
+    `_SEQUENCE_NUMBER`; then `file_ranks` (per row: the rank of its file, larger = newer,
+    processed later, so it wins a tie); then retract before add. Stable.
     """
     add_rank = pa.array(~is_retract(table[VALUE_KIND]))
     columns = [table[k] for k in key_names] + [
         pa.array(_sequence_rank(table[f], sequence_ascending)) for f in sequence_fields]
     names = [f"k{i}" for i in range(len(key_names))] + [
         f"s{i}" for i in range(len(sequence_fields))]
-    sort_table = pa.table(columns + [table[SEQUENCE_NUMBER], add_rank],
-                          names=names + ["seq", "add"])
-    keys = [(n, "ascending") for n in names]
-    return _sort_indices_nulls_first(sort_table, keys + [("seq", "ascending"),
-                                                         ("add", "ascending")])
+    columns.append(table[SEQUENCE_NUMBER])
+    names.append("seq")
+    if file_ranks is not None and len(file_ranks) and file_ranks.min() != file_ranks.max():
+        columns.append(pa.array(np.asarray(file_ranks, dtype=np.int64)))
+        names.append("file")
+    sort_table = pa.table(columns + [add_rank], names=names + ["add"])
+    return _sort_indices_nulls_first(sort_table, [(n, "ascending") for n in names]
+                                     + [("add", "ascending")])
 
 
 def _sequence_rank(column: pa.ChunkedArray, ascending: bool) -> np.ndarray:

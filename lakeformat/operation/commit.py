@@ -4,6 +4,17 @@ Each attempt reads the latest snapshot, writes the delta manifest and new manife
 publishes `snapshot-<latest+1>` through write-if-absent. Losing the race for the id is not a
 conflict: the attempt's metadata is removed and the commit retries with back-off. Deleting a
 file that is no longer live is a conflict and is not retried.
+
+Sequence numbers: a write numbers its records after the largest sequence number of each bucket
+in its base snapshot. If another commit added records to one of those buckets since then, the
+new records would tie with (or sort before) records committed earlier, and readers would not
+see "the later commit wins". Such a commit raises `SequenceConflict` before publishing, and the
+writer renumbers those buckets against the new base (see `operation/write.py`). A compaction
+whose inputs' sequence range overlaps a level-0 file added after its plan would change which of
+two tied records wins, so it is refused as a conflict.
+
+A publish whose outcome cannot be decided (the request failed, and reading the snapshot back
+failed too) raises `CommitOutcomeUnknownError` and deletes nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from lakeformat import __version__
-from lakeformat.errors import CommitConflictError, CommitFailedError
+from lakeformat.errors import (
+    CommitConflictError,
+    CommitFailedError,
+    CommitOutcomeUnknownError,
+)
 from lakeformat.meta.data_file_meta import (
     DataFileMeta,
     FileKind,
@@ -32,6 +47,8 @@ from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
 
 ADD, DELETE = FileKind.ADD, FileKind.DELETE
+#: times a snapshot is read back after its publish request failed
+READ_BACK_ATTEMPTS = 3
 WRITER_VERSION = f"lakeformat-{__version__}"
 
 
@@ -51,6 +68,29 @@ class CommitMessage:
         return not (self.new_files or self.deleted_files or self.changelog_files)
 
 
+@dataclass(frozen=True)
+class SequenceBase:
+    """What a write numbered its records after: the base snapshot id and, per (partition,
+    bucket) it writes, the largest sequence number live there in that snapshot (-1: none)."""
+
+    snapshot_id: int | None
+    max_sequence: dict[tuple[bytes, int], int]
+
+
+class SequenceConflict(CommitConflictError):
+    """Records were committed to buckets of this write after its base snapshot: its sequence
+    numbers must be renumbered. `buckets` maps (partition, bucket) to the largest sequence
+    number now live there; `snapshot_id` is the snapshot that was checked."""
+
+    def __init__(self, table_path: str, buckets: dict[tuple[bytes, int], int],
+                 snapshot_id: int | None):
+        super().__init__(f"{table_path}: other commits wrote to {len(buckets)} bucket(s) of this "
+                         f"write after its base snapshot (now {snapshot_id}); its records must be "
+                         "renumbered")
+        self.buckets = buckets
+        self.snapshot_id = snapshot_id
+
+
 class FileStoreCommit:
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
                  commit_user: str | None = None):
@@ -65,15 +105,19 @@ class FileStoreCommit:
         partition_types = [f.type for f in schema.partition_fields()]
         self.manifest_file = ManifestFile(file_io, table_path, partition_types, schema.options)
         self.manifest_list = ManifestList(file_io, table_path, schema.options)
+        self._keep_attempt_files = False
 
     # -- public --------------------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], kind: str = "APPEND",
                overwrite_partitions: Sequence[bytes] | None = None,
-               overwrite_all: bool = False) -> Snapshot | None:
+               overwrite_all: bool = False,
+               sequence_base: SequenceBase | None = None) -> Snapshot | None:
         """Publish one snapshot. Returns None when there is nothing to commit (empty batch).
 
         With `overwrite_partitions` (or `overwrite_all`) every file live in those partitions at
-        commit time is deleted, recomputed on each attempt as Paimon's overwrite does.
+        commit time is deleted, recomputed on each attempt as Paimon's overwrite does. With
+        `sequence_base`, raises `SequenceConflict` (nothing published) when another commit
+        added records to one of its buckets after the base snapshot.
         """
         overwrite = overwrite_all or overwrite_partitions is not None
         if overwrite:
@@ -96,14 +140,21 @@ class FileStoreCommit:
                     return landed
             seen_latest = latest.id if latest else None
             entries = list(base_entries)
-            if overwrite or kind == "COMPACT" or any(e.kind == DELETE for e in entries):
+            guard = (sequence_base is not None and not overwrite
+                     and seen_latest != sequence_base.snapshot_id)
+            if guard or overwrite or kind == "COMPACT" or any(e.kind == DELETE
+                                                              for e in entries):
                 live = self.scan.live_entries(latest)
                 if overwrite:
                     entries = self._overwrite_deletes(live, overwrite_partitions,
                                                       overwrite_all) + entries
                 self._check(live, entries, kind)
+                if guard:
+                    check_sequence_base(live, sequence_base, seen_latest,  # type: ignore[arg-type]
+                                        self.table_path)
                 if kind == "COMPACT":
                     check_lsm_overlap(live, entries, self.schema, self.table_path)
+                    check_compaction_ties(live, messages, self.table_path)
             if not entries and not changelog:
                 return None
             snap = self._try_commit(latest, entries, kind, changelog)
@@ -214,27 +265,57 @@ class FileStoreCommit:
             )
             if self._publish(snap):
                 return snap
+        except CommitOutcomeUnknownError:
+            raise  # the snapshot may reference these files: delete nothing
         except BaseException:
             self._cleanup(written_manifests, written_lists)
             raise
-        self._cleanup(written_manifests, written_lists)
+        if self._keep_attempt_files:
+            self._keep_attempt_files = False
+        else:
+            self._cleanup(written_manifests, written_lists)
         return None
 
     def _publish(self, snap: Snapshot) -> bool:
+        """Write-if-absent of the snapshot file. True: ours landed; False: the id was taken.
+
+        A failed request may still have landed: the snapshot is read back (a few times) and
+        its uuid decides. If that cannot be read either, the outcome is unknown and
+        `CommitOutcomeUnknownError` is raised: the caller must delete nothing.
+        """
         path = self.snapshots.snapshot_path(snap.id)
         try:
             return self.file_io.write_if_absent(path, snap.to_json().encode())
-        except Exception:
-            # the request may have landed even though we saw an error: our uuid tells
+        except Exception as error:
+            landed = self._read_back(snap, path, error)
+            if landed is None:
+                # absent now, but a request still in flight could land later: keep this
+                # attempt's files (orphan cleanup removes them) and let the caller retry
+                self._keep_attempt_files = True
+                return False
+            return landed
+
+    def _read_back(self, snap: Snapshot, path: str, error: Exception) -> bool | None:
+        """Whether `snap` landed at `path` (None: nothing there). Raises
+        `CommitOutcomeUnknownError` when the snapshot cannot be read back."""
+        wait = self.options.commit_min_retry_wait
+        last: Exception = error
+        for attempt in range(READ_BACK_ATTEMPTS):
+            if attempt:
+                time.sleep(wait)
+                wait = min(wait * 2, self.options.commit_max_retry_wait)
             try:
-                landed = self.snapshots.snapshot(snap.id)
+                return self.snapshots.snapshot(snap.id).uuid == snap.uuid
+            except FileNotFoundError:
+                return None
             except Exception as e:
-                raise CommitFailedError(f"publishing {path} failed and its outcome is unknown; "
-                                        "run the job again (orphan cleanup removes leftovers)"
-                                        ) from e
-            if landed.uuid == snap.uuid:
-                return True
-            return False
+                last = e
+        raise CommitOutcomeUnknownError(
+            f"publishing snapshot {snap.id} of {self.table_path} failed ({error}) and reading it "
+            f"back failed too ({last}): it may or may not have landed. Nothing was deleted. "
+            f"If snapshot {snap.id} exists with commitUser {self.commit_user} the commit "
+            "landed; otherwise run the job again (remove_orphan_files removes the files it "
+            "left)", path=path, snapshot_id=snap.id, commit_user=self.commit_user) from last
 
     def _find_landed(self, seen: int | None, latest: Snapshot | None, kind: str) -> Snapshot | None:
         """A commit of ours that landed even though the attempt looked failed (Paimon's rule)."""
@@ -281,3 +362,43 @@ def check_lsm_overlap(live: Sequence[ManifestEntry], entries: Sequence[ManifestE
                     f"LSM conflicts detected in {table_path}: bucket {bucket} level {level} "
                     f"files {a.file_name} and {b.file_name} overlap in key range; give up and "
                     "run the compaction again")
+
+
+def check_sequence_base(live: Sequence[ManifestEntry], base: SequenceBase, latest_id: int | None,
+                        table_path: str) -> None:
+    """Raise `SequenceConflict` for the buckets of `base` where records with larger sequence
+    numbers than the write's base are live now (another commit wrote there meanwhile)."""
+    wanted = base.max_sequence
+    now: dict[tuple[bytes, int], int] = {}
+    for e in live:
+        key = (e.partition, e.bucket)
+        if key in wanted:
+            now[key] = max(now.get(key, -1), e.file.max_sequence_number)
+    moved = {k: v for k, v in now.items() if v > wanted[k]}
+    if moved:
+        raise SequenceConflict(table_path, moved, latest_id)
+
+
+def check_compaction_ties(live: Sequence[ManifestEntry], messages: Sequence[CommitMessage],
+                          table_path: str) -> None:
+    """A level-0 file added to a compacted bucket after the compaction's plan (any live level-0
+    file that is not one of its inputs) whose sequence range overlaps the inputs' could hold a
+    record tied with one the compaction merged; the tie would then be broken differently than
+    before (level 0 wins over the output level), so the compaction must be redone."""
+    for m in messages:
+        if not m.deleted_files:
+            continue
+        inputs = {f.file_name for f in m.deleted_files}
+        lo = min(f.min_sequence_number for f in m.deleted_files)
+        hi = max(f.max_sequence_number for f in m.deleted_files)
+        for e in live:
+            f = e.file
+            if (e.partition == m.partition and e.bucket == m.bucket and f.level == 0
+                    and f.file_name not in inputs and f.min_sequence_number <= hi
+                    and f.max_sequence_number >= lo):
+                raise CommitConflictError(
+                    f"{table_path}: {f.file_name} was added to bucket {m.bucket} during the "
+                    f"compaction with sequence numbers {f.min_sequence_number}.."
+                    f"{f.max_sequence_number} overlapping its inputs' {lo}..{hi} (a writer "
+                    "outside lakeformat numbered records from an old base); run the compaction "
+                    "again")

@@ -23,7 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
-from lakeformat.errors import CommitConflictError, CommitFailedError, UnsupportedError
+from lakeformat.errors import (
+    CommitConflictError,
+    CommitFailedError,
+    CommitOutcomeUnknownError,
+    UnsupportedError,
+)
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import DataFileMeta, FileSource
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
@@ -437,6 +442,8 @@ def _commit_group(file_io: FileIO, table_path: str, schema: TableSchema,
         if _landed(commit, since):
             return outcomes, []
         reason = str(e)
+    except CommitOutcomeUnknownError:
+        raise  # the snapshot may reference the outputs: delete nothing
     except BaseException:
         if executor is not None and not _landed(commit, since):
             remove_outputs(executor, outcomes)

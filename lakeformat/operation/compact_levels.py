@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.options import CoreOptions
@@ -88,6 +90,36 @@ def _level0_order(a: DataFileMeta, b: DataFileMeta) -> int:
     if ta != tb:
         return -1 if ta < tb else 1
     return (a.file_name > b.file_name) - (a.file_name < b.file_name)
+
+
+def _run_order(a: DataFileMeta, b: DataFileMeta) -> int:
+    """The order of `Levels.sorted_runs`: level 0 first (newest first), then levels ascending;
+    files of one level >= 1 are one run and compare equal."""
+    if a.level != b.level:
+        return -1 if a.level < b.level else 1
+    return _level0_order(a, b) if a.level == 0 else 0
+
+
+def tie_ranks(files: Sequence[DataFileMeta]) -> np.ndarray:
+    """Per file, its rank for breaking ties between records of one key with equal
+    `sequence.field` values and sequence numbers: larger = newer = wins.
+
+    The rule: the sorted run that comes first in `Levels.sorted_runs` (Java's run order) is the
+    newest — level 0 beats every higher level, a lower level beats a higher one, and among
+    level-0 files the one Java's level-0 order puts first wins. Every reader (merge-on-read,
+    compaction, the changelog producer) ranks by it, and every compaction that touches level 0
+    takes all of it, so compaction never changes which record of a tie wins.
+    """
+    n = len(files)
+    order = sorted(range(n), key=functools.cmp_to_key(
+        lambda i, j: _run_order(files[i], files[j])))
+    ranks = np.empty(n, dtype=np.int64)
+    rank = n
+    for pos, i in enumerate(order):
+        if pos and _run_order(files[order[pos - 1]], files[i]) != 0:
+            rank -= 1
+        ranks[i] = rank
+    return ranks
 
 
 class Levels:

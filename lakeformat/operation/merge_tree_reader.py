@@ -35,6 +35,7 @@ from lakeformat.merge.sort import (
     merge_permutation,
 )
 from lakeformat.meta.data_file_meta import DataFileMeta
+from lakeformat.operation.compact_levels import tie_ranks
 from lakeformat.operation.read import iter_data_file
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
@@ -44,6 +45,8 @@ from lakeformat.storage import FileIO
 #: writer buffer): the budget is split by this factor and by the number of runs.
 BUDGET_COPIES = 6
 MIN_PIECE_BYTES = 16 << 10
+#: per row, the tie rank of its file (`compact_levels.tie_ranks`); never written
+FILE_RANK = "_FILE_RANK"
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,10 @@ class _RunReader:
     its end; a file holding another number of rows than its metadata says is corrupt (never
     trust the metadata to tell where a run ends: rows past it would be dropped silently)."""
 
-    def __init__(self, files: Sequence[DataFileMeta], open_file, piece_bytes: int):
+    def __init__(self, files: Sequence[DataFileMeta], open_file, piece_bytes: int,
+                 ranks: dict[str, int]):
         self.files = list(files)
+        self._ranks = ranks
         self.done = not self.files
         self._open = open_file
         self._piece_bytes = piece_bytes
@@ -87,7 +92,9 @@ class _RunReader:
                 continue
             if piece.num_rows:
                 self._rows += piece.num_rows
-                return piece
+                rank = self._ranks[self._current.file_name]  # type: ignore[union-attr]
+                return piece.append_column(FILE_RANK, pa.array(
+                    np.full(piece.num_rows, rank, dtype=np.int64)))
 
 
 class MergeTreeReader:
@@ -117,7 +124,9 @@ class MergeTreeReader:
         previous full-compaction result (None = no changelog)."""
         piece_bytes = max(MIN_PIECE_BYTES,
                           self.memory_budget // (BUDGET_COPIES * max(1, len(runs))))
-        readers = [_RunReader(r, self._open, piece_bytes) for r in runs]
+        files = [f for r in runs for f in r]
+        ranks = dict(zip((f.file_name for f in files), tie_ranks(files).tolist()))
+        readers = [_RunReader(r, self._open, piece_bytes, ranks) for r in runs]
         top = np.array([changelog_level is not None and bool(r) and r[0].level == changelog_level
                         for r in runs])
         pending: list[pa.Table | None] = [None] * len(runs)
@@ -143,7 +152,8 @@ class MergeTreeReader:
         run_of_row = np.repeat(np.array(active, dtype=np.int64), sizes)
         n = concat.num_rows
         perm = merge_permutation(concat, self.ctx.key_names, self.ctx.sequence_fields,
-                                 self.ctx.sequence_ascending).to_numpy()
+                                 self.ctx.sequence_ascending,
+                                 concat[FILE_RANK].to_numpy()).to_numpy()
         groups = key_groups(concat.select(self.ctx.key_names).take(pa.array(perm)),
                             self.ctx.key_names)
         if bounded:
@@ -161,10 +171,11 @@ class MergeTreeReader:
             pending[i] = concat.take(pa.array(sel)) if len(sel) else None
         emit = perm[:cut]
         sub = KeyGroups(groups.starts[:ngroups], groups.ends[:ngroups])
-        merged = self.merge(concat, emit, sub).select(self.names)
+        records = concat.drop_columns([FILE_RANK])  # engines see only the record columns
+        merged = self.merge(records, emit, sub).select(self.names)
         log = None
         if changelog:
-            log = self._changelog(concat, emit, sub, merged, top[run_of_row[emit]])
+            log = self._changelog(records, emit, sub, merged, top[run_of_row[emit]])
         if drop_delete:
             retract = is_retract(merged[VALUE_KIND])
             if retract.any():

@@ -21,6 +21,7 @@ from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import is_retract
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.meta.snapshot import Snapshot
+from lakeformat.operation.compact_levels import tie_ranks
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.predicate import (
     Filter,
@@ -95,7 +96,9 @@ class TableRead:
             # reducer rule, every engine): read it as is, as Java's raw-convertible splits do
             merged = tables[0]
         else:
-            merged = self.merge(pa.concat_tables(tables))
+            # ties on sequence number are broken by the files' ranks, as compaction does
+            ranks = np.repeat(tie_ranks(split.files), [t.num_rows for t in tables])
+            merged = self.merge(pa.concat_tables(tables), ranks)
         return drop_retracts(merged).select(read_cols)
 
     def _read_file(self, split: Split, meta: DataFileMeta, read_cols: list[str]) -> pa.Table:

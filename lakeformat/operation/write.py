@@ -8,6 +8,7 @@ files. One commit publishes them as one snapshot.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -18,14 +19,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeformat.data.kv_file import KeyValueFileWriter
-from lakeformat.errors import SchemaMismatchError, UnsupportedError
+from lakeformat.errors import (
+    CommitFailedError,
+    CommitOutcomeUnknownError,
+    SchemaMismatchError,
+    UnsupportedError,
+)
 from lakeformat.merge import create_merge_function
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, sort_for_merge
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids
 from lakeformat.meta.snapshot import Snapshot
-from lakeformat.operation.commit import CommitMessage, FileStoreCommit
+from lakeformat.operation.commit import (
+    CommitMessage,
+    FileStoreCommit,
+    SequenceBase,
+    SequenceConflict,
+)
 from lakeformat.operation.conform import conform
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.scan import FileStoreScan
@@ -229,22 +240,115 @@ class TableWrite:
             self.file_io.delete_many(paths)
 
 
+@dataclass(frozen=True)
+class WriteOutcome:
+    """A committed write: its snapshot (None: nothing to commit) and how many times buckets of
+    it were renumbered and rewritten because other commits wrote there first."""
+
+    snapshot: Snapshot | None
+    rewrites: int = 0
+
+
+class WriteJob:
+    """One batch write as its three steps: `prepare` (reads the latest snapshot once and plans
+    the work units), `execute` (writes the files), `commit` (one snapshot).
+
+    Records are numbered after each bucket's largest sequence number in the base snapshot. If
+    another commit writes to one of those buckets before this one lands, the commit is refused
+    (`SequenceConflict`) and the affected units are executed again, numbered after the new
+    base, and their first files deleted — so a later commit's records always carry larger
+    sequence numbers than every record committed before it in the bucket, and concurrent
+    writers never tie. Renumbering is bounded by `commit.max-retries`.
+    """
+
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, data: pa.Table,
+                 kinds: np.ndarray | None = None, overwrite: bool = False,
+                 commit_user: str | None = None):
+        self.schema = schema
+        self.data = data
+        self.kinds = kinds
+        self.overwrite = overwrite
+        self.writer = TableWrite(file_io, table_path, schema)
+        self.committer = FileStoreCommit(file_io, table_path, schema, commit_user)
+        self.units: list[WriteUnit] = []
+        self.messages: list[CommitMessage] = []
+        self.base: SequenceBase | None = None
+        self.rewrites = 0
+
+    def prepare(self) -> list[WriteUnit]:
+        latest = self.committer.snapshots.latest_snapshot()
+        self.units = self.writer.prepare(self.data, self.kinds, latest)
+        self.base = SequenceBase(latest.id if latest else None,
+                                 {(u.partition, u.bucket): u.max_sequence_number
+                                  for u in self.units})
+        return self.units
+
+    def execute(self) -> list[CommitMessage]:
+        try:
+            self.messages = self.writer.execute_all(self.units)
+        except BaseException:
+            self.abort()
+            raise
+        return self.messages
+
+    def commit(self) -> WriteOutcome:
+        """Commit the executed units; renumber and rewrite buckets others wrote to meanwhile."""
+        try:
+            while True:
+                try:
+                    snap = self._commit_once()
+                    return WriteOutcome(snap, self.rewrites)
+                except SequenceConflict as conflict:
+                    if self.rewrites >= self.writer.options.commit_max_retries:
+                        raise CommitFailedError(
+                            f"commit to {self.writer.table_path} gave up after renumbering "
+                            f"{self.rewrites} times: other writers kept committing to the same "
+                            "buckets") from conflict
+                    self._renumber(conflict)
+        except CommitOutcomeUnknownError:
+            raise  # the snapshot may reference our files: keep them
+        except BaseException:
+            self.abort()
+            raise
+
+    def run(self) -> WriteOutcome:
+        self.prepare()
+        self.execute()
+        return self.commit()
+
+    def abort(self) -> None:
+        """Delete the files this job wrote (it will not be committed)."""
+        self.writer.remove_files(self.messages, self.units)
+        self.messages = []
+
+    def _commit_once(self) -> Snapshot | None:
+        if self.overwrite:
+            parts = sorted({u.partition for u in self.units})
+            return self.committer.commit(self.messages, overwrite_partitions=parts,
+                                         overwrite_all=not self.schema.partition_keys)
+        return self.committer.commit(self.messages, sequence_base=self.base)
+
+    def _renumber(self, conflict: SequenceConflict) -> None:
+        """Execute the units of the conflicting buckets again after their new largest sequence
+        numbers; the files written first for them are deleted once the new ones exist."""
+        assert self.base is not None
+        redo = {k: v for k, v in conflict.buckets.items()}
+        old_units = [u for u in self.units if (u.partition, u.bucket) in redo]
+        new_units = [dataclasses.replace(u, max_sequence_number=redo[(u.partition, u.bucket)])
+                     for u in old_units]
+        old_messages = [m for m in self.messages if (m.partition, m.bucket) in redo]
+        fresh = self.writer.execute_all(new_units)
+        keep = [m for m in self.messages if (m.partition, m.bucket) not in redo]
+        self.messages = keep + fresh
+        self.units = [u for u in self.units if (u.partition, u.bucket) not in redo] + new_units
+        self.writer.remove_files(old_messages, old_units)
+        self.base = SequenceBase(conflict.snapshot_id,
+                                 {**self.base.max_sequence, **redo})
+        self.rewrites += 1
+
+
 def write_table(file_io: FileIO, table_path: str, schema: TableSchema, data: pa.Table,
                 kinds: np.ndarray | None = None, overwrite: bool = False,
-                commit_user: str | None = None) -> Snapshot | None:
+                commit_user: str | None = None) -> WriteOutcome:
     """One batch write, committed as one APPEND (or OVERWRITE) snapshot."""
-    writer = TableWrite(file_io, table_path, schema)
-    commit = FileStoreCommit(file_io, table_path, schema, commit_user)
-    latest = commit.snapshots.latest_snapshot()
-    units = writer.prepare(data, kinds, latest)
-    messages: list[CommitMessage] = []
-    try:
-        messages = writer.execute_all(units)
-        if overwrite:
-            parts = sorted({u.partition for u in units})
-            return commit.commit(messages, overwrite_partitions=parts,
-                                 overwrite_all=not schema.partition_keys)
-        return commit.commit(messages)
-    except BaseException:
-        writer.remove_files(messages, units)
-        raise
+    return WriteJob(file_io, table_path, schema, data, kinds, overwrite, commit_user).run()

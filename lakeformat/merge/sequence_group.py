@@ -306,8 +306,9 @@ def _valid(arr: pa.Array) -> np.ndarray:
     return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _float_codes(arr: pa.Array) -> np.ndarray:
-    """int64 codes ordered like Java's Float.compare / Double.compare (-0.0 < 0.0, NaN last)."""
+def float_codes(arr: pa.Array) -> np.ndarray:
+    """int64 codes ordered like Java's Float.compare / Double.compare (-0.0 < 0.0, every NaN
+    equal and last); nulls get the code of 0.0."""
     values = np.asarray(pc.fill_null(arr, 0).to_numpy(zero_copy_only=False))
     if values.dtype == np.float32:
         bits = values.view(np.int32).astype(np.int64)
@@ -321,7 +322,7 @@ def _float_codes(arr: pa.Array) -> np.ndarray:
 def _int_codes(arr: pa.Array) -> np.ndarray:
     t = arr.type
     if pa.types.is_floating(t):
-        return _float_codes(arr)
+        return float_codes(arr)
     if pa.types.is_boolean(t):
         arr = arr.cast(pa.int8())
     elif pa.types.is_date32(t) or pa.types.is_time32(t):
@@ -359,7 +360,7 @@ def ordering_codes(columns: Sequence[pa.ChunkedArray | pa.Array]) -> np.ndarray:
     if n == 0 or not nonempty.any():
         return codes
     if len(arrays) == 1 and pa.types.is_floating(arrays[0].type):
-        raw = _float_codes(arrays[0])
+        raw = float_codes(arrays[0])
         lo, hi = int(raw[nonempty].min()), int(raw[nonempty].max())
         if hi - lo < (1 << 62):
             codes[nonempty] = raw[nonempty] - lo + 1

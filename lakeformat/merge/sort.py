@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.merge.sequence_group import ordering_codes
+from lakeformat.merge.sequence_group import float_codes, ordering_codes
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND
 
 # RowKind bytes [paimon-format.md §5.2]
@@ -71,7 +71,7 @@ def merge_permutation(table: pa.Table, key_names: list[str],
     processed later, so it wins a tie); then retract before add. Stable.
     """
     add_rank = pa.array(~is_retract(table[VALUE_KIND]))
-    columns = [table[k] for k in key_names] + [
+    columns = [key_column(table[k]) for k in key_names] + [
         pa.array(_sequence_rank(table[f], sequence_ascending)) for f in sequence_fields]
     names = [f"k{i}" for i in range(len(key_names))] + [
         f"s{i}" for i in range(len(sequence_fields))]
@@ -83,6 +83,18 @@ def merge_permutation(table: pa.Table, key_names: list[str],
     sort_table = pa.table(columns + [add_rank], names=names + ["add"])
     return _sort_indices_nulls_first(sort_table, [(n, "ascending") for n in names]
                                      + [("add", "ascending")])
+
+
+def key_column(column: pa.ChunkedArray | pa.Array) -> pa.Array | pa.ChunkedArray:
+    """A primary-key column as Java's key comparator sees it: FLOAT/DOUBLE become int64 codes
+    in `Double.compare` order, so every NaN is one key (and sorts last) and -0.0 is a key of
+    its own just below 0.0 (Arrow compares NaN unequal to itself and -0.0 equal to 0.0).
+    Other types sort and compare as they are."""
+    if not pa.types.is_floating(column.type):
+        return column
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    return pa.array(float_codes(column))
 
 
 def _sequence_rank(column: pa.ChunkedArray, ascending: bool) -> np.ndarray:
@@ -117,7 +129,7 @@ def key_groups(table: pa.Table, key_names: list[str]) -> KeyGroups:
     new_key[0] = True
     if n > 1:
         for name in key_names:
-            col = table[name]
+            col = key_column(table[name])
             prev, cur = col.slice(0, n - 1), col.slice(1)
             neq = pc.not_equal(cur, prev)
             # keys are never null; fill defensively so a null never merges two keys

@@ -27,7 +27,14 @@ from lakeformat.errors import (
 )
 from lakeformat.merge import create_merge_function
 from lakeformat.merge.context import MergeContext
-from lakeformat.merge.sort import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, sort_for_merge
+from lakeformat.merge.sort import (
+    DELETE,
+    INSERT,
+    UPDATE_AFTER,
+    UPDATE_BEFORE,
+    key_column,
+    sort_for_merge,
+)
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids
 from lakeformat.meta.snapshot import Snapshot
@@ -144,8 +151,9 @@ class TableWrite:
         return units
 
     def _key_order(self, rows: pa.Table) -> np.ndarray:
-        """Stable key order of a unit's rows (ties keep arrival order)."""
-        keys = [rows[k] for k in self.keys]
+        """Stable key order of a unit's rows (ties keep arrival order), in Java's key order
+        (floats by `Double.compare`)."""
+        keys = [key_column(rows[k]) for k in self.keys]
         if len(keys) == 1 and pa.types.is_integer(keys[0].type):
             return np.argsort(keys[0].to_numpy(), kind="stable")
         table = pa.table(keys, names=[f"k{i}" for i in range(len(keys))])

@@ -71,7 +71,9 @@ class CommitMessage:
 @dataclass(frozen=True)
 class SequenceBase:
     """What a write numbered its records after: the base snapshot id and, per (partition,
-    bucket) it writes, the largest sequence number live there in that snapshot (-1: none)."""
+    bucket) it writes, the number its records start after (the largest sequence number live
+    there in the base snapshot, -1 for none; more after a renumbering). A record committed by
+    anyone else since, numbered above it, would tie with or outrank this write's records."""
 
     snapshot_id: int | None
     max_sequence: dict[tuple[bytes, int], int]
@@ -366,8 +368,8 @@ def check_lsm_overlap(live: Sequence[ManifestEntry], entries: Sequence[ManifestE
 
 def check_sequence_base(live: Sequence[ManifestEntry], base: SequenceBase, latest_id: int | None,
                         table_path: str) -> None:
-    """Raise `SequenceConflict` for the buckets of `base` where records with larger sequence
-    numbers than the write's base are live now (another commit wrote there meanwhile)."""
+    """Raise `SequenceConflict` for the buckets of `base` where records numbered above the
+    write's start are live now (another commit wrote there meanwhile)."""
     wanted = base.max_sequence
     now: dict[tuple[bytes, int], int] = {}
     for e in live:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -50,6 +52,9 @@ from lakeformat.operation.scan import FileStoreScan
 from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.storage import FileIO
+
+#: how far past a bucket's largest live sequence number a renumbered write starts
+RENUMBER_GAP = 1 << 20
 
 ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
 
@@ -262,11 +267,12 @@ class WriteJob:
     the work units), `execute` (writes the files), `commit` (one snapshot).
 
     Records are numbered after each bucket's largest sequence number in the base snapshot. If
-    another commit writes to one of those buckets before this one lands, the commit is refused
-    (`SequenceConflict`) and the affected units are executed again, numbered after the new
-    base, and their first files deleted — so a later commit's records always carry larger
-    sequence numbers than every record committed before it in the bucket, and concurrent
-    writers never tie. Renumbering is bounded by `commit.max-retries`.
+    another commit lands records in one of those buckets at or above this write's first
+    number before this one lands, the commit is refused (`SequenceConflict`) and the affected
+    units are executed again, numbered past the new largest number, and their first files
+    deleted — so a later commit's records always carry larger sequence numbers than every
+    record committed before it in the bucket, and concurrent writers never tie. Renumbering is
+    bounded by `commit.max-retries`.
     """
 
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, data: pa.Table,
@@ -300,19 +306,25 @@ class WriteJob:
         return self.messages
 
     def commit(self) -> WriteOutcome:
-        """Commit the executed units; renumber and rewrite buckets others wrote to meanwhile."""
+        """Commit the executed units; renumber and rewrite buckets others wrote to meanwhile,
+        after a randomized back-off (`commit.min-retry-wait` doubling up to
+        `commit.max-retry-wait`, as Paimon's commit retries) so contenders fall out of step."""
+        opts = self.writer.options
+        wait = opts.commit_min_retry_wait
         try:
             while True:
                 try:
                     snap = self._commit_once()
                     return WriteOutcome(snap, self.rewrites)
                 except SequenceConflict as conflict:
-                    if self.rewrites >= self.writer.options.commit_max_retries:
+                    if self.rewrites >= opts.commit_max_retries:
                         raise CommitFailedError(
                             f"commit to {self.writer.table_path} gave up after renumbering "
                             f"{self.rewrites} times: other writers kept committing to the same "
                             "buckets") from conflict
-                    self._renumber(conflict)
+                    time.sleep(wait * (0.5 + random.random()))
+                    wait = min(wait * 2, opts.commit_max_retry_wait)
+                    self._renumber(self._fresh(conflict))
         except CommitOutcomeUnknownError:
             raise  # the snapshot may reference our files: keep them
         except BaseException:
@@ -336,11 +348,22 @@ class WriteJob:
                                          overwrite_all=not self.schema.partition_keys)
         return self.committer.commit(self.messages, sequence_base=self.base)
 
+    def _fresh(self, conflict: SequenceConflict) -> SequenceConflict:
+        """The conflict as of the latest snapshot now (others may have landed during the
+        back-off): renumbering against it avoids an immediate second conflict."""
+        latest = self.committer.snapshots.latest_snapshot()
+        state = self.writer._bucket_state(latest)
+        buckets = {k: max(v, state.get(k, (None, -1))[1]) for k, v in conflict.buckets.items()}
+        return SequenceConflict(self.writer.table_path, buckets,
+                                latest.id if latest else None)
+
     def _renumber(self, conflict: SequenceConflict) -> None:
-        """Execute the units of the conflicting buckets again after their new largest sequence
-        numbers; the files written first for them are deleted once the new ones exist."""
+        """Execute the units of the conflicting buckets again, numbered RENUMBER_GAP past the
+        largest sequence number now live there; the files written first for them are deleted
+        once the new ones exist. The gap lets writers that prepared before this renumbering
+        (their numbers stay below ours) commit first without forcing yet another one."""
         assert self.base is not None
-        redo = {k: v for k, v in conflict.buckets.items()}
+        redo = {k: v + RENUMBER_GAP for k, v in conflict.buckets.items()}
         old_units = [u for u in self.units if (u.partition, u.bucket) in redo]
         new_units = [dataclasses.replace(u, max_sequence_number=redo[(u.partition, u.bucket)])
                      for u in old_units]
@@ -350,8 +373,8 @@ class WriteJob:
         self.messages = keep + fresh
         self.units = [u for u in self.units if (u.partition, u.bucket) not in redo] + new_units
         self.writer.remove_files(old_messages, old_units)
-        self.base = SequenceBase(conflict.snapshot_id,
-                                 {**self.base.max_sequence, **redo})
+        # the check stays "nothing live at or above our first number"
+        self.base = SequenceBase(conflict.snapshot_id, {**self.base.max_sequence, **redo})
         self.rewrites += 1
 
 

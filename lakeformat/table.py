@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from lakeformat.errors import InvalidOptionError, LakeformatError, SchemaMismatchError
+from lakeformat.errors import (
+    InvalidOptionError,
+    LakeformatError,
+    SchemaMismatchError,
+    TableNotFoundError,
+)
 from lakeformat.merge import check_merge_options
 from lakeformat.merge.sort import DELETE
 from lakeformat.meta.binary_row import from_avro_bytes
@@ -55,10 +61,7 @@ class Table:
         self.file_io = file_io
         self.schema_manager = SchemaManager(file_io, path)
         self.snapshot_manager = SnapshotManager(file_io, path)
-        schema = self.schema_manager.latest()
-        if schema is None:
-            raise LakeformatError(f"{path} holds no schema file: not a Paimon table")
-        self._schema = schema
+        self._schema = self._latest_schema()
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, {self.path!r})"
@@ -87,10 +90,17 @@ class Table:
         return list(self._schema.partition_keys)
 
     def refresh(self) -> Table:
-        latest = self.schema_manager.latest()
-        if latest is not None:
-            self._schema = latest
+        """Re-read the latest schema; every verb starts here, so one on a dropped table raises
+        `TableNotFoundError` before it reads or writes anything."""
+        self._schema = self._latest_schema()
         return self
+
+    def _latest_schema(self) -> TableSchema:
+        latest = self.schema_manager.latest()
+        if latest is None:
+            raise TableNotFoundError(f"table {self.name} does not exist (dropped?): no schema "
+                                     f"file under {self.path}")
+        return latest
 
     def latest_snapshot(self) -> Snapshot | None:
         return self.snapshot_manager.latest_snapshot()
@@ -159,6 +169,7 @@ class Table:
         `filter` is a pyarrow compute Expression or DNF tuples such as
         `[("dt", "=", "2024-01-01")]`; DNF terms on partition columns prune partitions.
         """
+        self.refresh()  # a dropped table is not read, not even by snapshot id
         snap = self._resolve_snapshot(snapshot_id, tag)
         schema = self._schema_of(snap, snapshot_id is not None or tag is not None)
         return TableRead(self.file_io, self.path, schema, self.schema_manager).read(

@@ -356,6 +356,12 @@ class Table:
             select_partitions,
         )
 
+        for arg, value in (("workers", workers), ("partitions_per_commit",
+                                                  partitions_per_commit)):
+            if (value is not None or arg != "workers") and (
+                    isinstance(value, bool) or not isinstance(value, Integral) or value <= 0):
+                raise InvalidOptionError(f"compact of {self.name}: {arg} must be a positive "
+                                         f"integer, got {value!r}")
         self.refresh()
         schema = self._schema
         return compact_table(

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from lakeformat.errors import InvalidOptionError, UnsupportedError
+from lakeformat.errors import InvalidOptionError, UnsupportedError, shown_value
 
 _SIZE_UNITS = {
     "": 1, "b": 1, "bytes": 1, "byte": 1,
@@ -33,7 +33,8 @@ def parse_memory_size(text: str, key: str = "size") -> int:
     """Parse Paimon's MemorySize text ('128 mb', '8MB', '1024')."""
     m = _NUM_UNIT.match(str(text))
     if not m or m.group(2).lower() not in _SIZE_UNITS:
-        raise InvalidOptionError(f"option {key!r}: cannot parse memory size {text!r}")
+        raise InvalidOptionError(f"option {key!r}: cannot parse memory size "
+                                 f"{shown_value(key, text)}")
     return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
 
 
@@ -41,7 +42,8 @@ def parse_duration(text: str, key: str = "duration") -> timedelta:
     """Parse Paimon's Duration text ('1 h', '7 d', '30 min', '500 ms')."""
     m = _NUM_UNIT.match(str(text))
     if not m or m.group(2).lower() not in _DURATION_UNITS:
-        raise InvalidOptionError(f"option {key!r}: cannot parse duration {text!r}")
+        raise InvalidOptionError(f"option {key!r}: cannot parse duration "
+                                 f"{shown_value(key, text)}")
     return timedelta(seconds=float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
 
 
@@ -52,7 +54,8 @@ def parse_bool(options: Mapping[str, str], key: str, default: bool = False) -> b
         return default
     text = str(raw).strip().lower()
     if text not in ("true", "false"):
-        raise InvalidOptionError(f"option {key!r} must be true or false, got {raw!r}")
+        raise InvalidOptionError(f"option {key!r} must be true or false, "
+                                 f"got {shown_value(key, raw)}")
     return text == "true"
 
 
@@ -72,7 +75,8 @@ class CoreOptions:
         try:
             return int(str(v).strip())
         except ValueError:
-            raise InvalidOptionError(f"option {key!r} must be an integer, got {v!r}") from None
+            raise InvalidOptionError(f"option {key!r} must be an integer, "
+                                     f"got {shown_value(key, v)}") from None
 
     def _bool(self, key: str, default: bool) -> bool:
         return parse_bool(self.raw, key, default)

@@ -300,12 +300,17 @@ class Table:
         return clean_schemas(self.file_io, self.path, self.refresh()._schema, self.name,
                              retain_min, older_than, dry_run)
 
-    def remove_orphan_files(self, older_than: OlderThan = None, dry_run: bool = False
-                            ) -> MaintenanceResult:
-        """Delete files under the table that nothing references (older than 1 day by default)."""
+    def remove_orphan_files(self, older_than: OlderThan = None, dry_run: bool = False,
+                            enforce_retention_duration: bool = True) -> MaintenanceResult:
+        """Delete files under the table that nothing references (older than 1 day by default).
+
+        A cut-off less than 1 hour ago is refused, since a running writer's files exist before
+        its snapshot does; `enforce_retention_duration=False` lifts that rail (any past cut-off,
+        "0 s" too) for on-call cleanup after a crash, when no writer is running.
+        """
         from lakeformat.operation.orphan_files import remove_orphan_files
         return remove_orphan_files(self.file_io, self.path, self.refresh()._schema, self.name,
-                                   older_than, dry_run)
+                                   older_than, dry_run, enforce_retention_duration)
 
     def expire_partitions(self, expiration_time: OlderThan = None, dry_run: bool = False
                           ) -> MaintenanceResult:

@@ -11,6 +11,8 @@ from lakeformat.errors import (  # noqa: E402
     CorruptFileError,
     DatabaseAlreadyExistsError,
     DatabaseNotFoundError,
+    InputFileError,
+    InvalidFilterError,
     InvalidIdentifierError,
     InvalidOptionError,
     LakeformatError,
@@ -27,7 +29,8 @@ __all__ = [
     "Catalog", "Identifier", "Table", "CommitResult", "SchemaChange", "Move",
     "LakeformatError", "UnsupportedError",
     "SchemaMismatchError", "CorruptFileError", "CommitConflictError", "CommitFailedError",
-    "InvalidIdentifierError", "InvalidOptionError", "DatabaseNotFoundError",
+    "InvalidIdentifierError", "InvalidOptionError", "InvalidFilterError", "InputFileError",
+    "DatabaseNotFoundError",
     "DatabaseAlreadyExistsError", "TableNotFoundError", "TableAlreadyExistsError",
     "__version__",
 ]

@@ -12,6 +12,8 @@ from lakeformat.errors import (  # noqa: E402
     CorruptFileError,
     DatabaseAlreadyExistsError,
     DatabaseNotFoundError,
+    InputFileError,
+    InvalidFilterError,
     InvalidIdentifierError,
     InvalidOptionError,
     LakeformatError,
@@ -29,7 +31,8 @@ __all__ = [
     "LakeformatError", "UnsupportedError",
     "SchemaMismatchError", "CorruptFileError", "CommitConflictError", "CommitFailedError",
     "CommitOutcomeUnknownError",
-    "InvalidIdentifierError", "InvalidOptionError", "DatabaseNotFoundError",
+    "InvalidIdentifierError", "InvalidOptionError", "InvalidFilterError", "InputFileError",
+    "DatabaseNotFoundError",
     "DatabaseAlreadyExistsError", "TableNotFoundError", "TableAlreadyExistsError",
     "__version__",
 ]

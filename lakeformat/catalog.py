@@ -38,18 +38,30 @@ def check_name(kind: str, name: str) -> str:
 
 @dataclass(frozen=True)
 class Identifier:
+    """`database.table`; both names are checked on construction, so an Identifier built by
+    hand passes the same checks as a parsed string before any path is made from it."""
+
     database: str
     table: str
+
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> Identifier:
+        """Raise `InvalidIdentifierError` unless both names are safe to use in a path."""
+        check_name("database", self.database)
+        check_name("table", self.table)
+        return self
 
     @staticmethod
     def parse(identifier: str | Identifier) -> Identifier:
         if isinstance(identifier, Identifier):
-            return identifier
+            return identifier.check()  # again: a frozen dataclass can still be altered
         parts = str(identifier).split(".")
         if len(parts) != 2:
             raise InvalidIdentifierError(
                 f"table identifier {identifier!r} must be 'database.table'")
-        return Identifier(check_name("database", parts[0]), check_name("table", parts[1]))
+        return Identifier(parts[0], parts[1])
 
     def __str__(self) -> str:
         return f"{self.database}.{self.table}"

@@ -8,24 +8,44 @@ import json
 import os
 import re
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 
 from lakeformat.catalog import Catalog
-from lakeformat.errors import LakeformatError
+from lakeformat.errors import (
+    InvalidFilterError,
+    InvalidIdentifierError,
+    InvalidOptionError,
+    LakeformatError,
+    SchemaMismatchError,
+    is_secret_option,
+)
+from lakeformat.ingest import read_file
+from lakeformat.options import parse_bool
+from lakeformat.schema.merging import MERGE_SCHEMA
 from lakeformat.schema.schema_change import Move, SchemaChange
 from lakeformat.schema.type_text import parse_type
 from lakeformat.schema.types import DataField, to_arrow
+from lakeformat.storage import get_file_io
 from lakeformat.table import Table
+
+DEBUG_ENV = "LAKEFORMAT_DEBUG"
+
+
+class UsageError(LakeformatError):
+    """A command line that cannot run as given (exit status 2, as argparse's own errors)."""
 
 
 def _kv(items: Sequence[str] | None, what: str) -> dict[str, str]:
     out = {}
     for item in items or []:
         if "=" not in item:
-            raise SystemExit(f"{what} {item!r} must be key=value")
+            secret = any(is_secret_option(part) for part in re.split(r"[\s:]+", item) if part)
+            shown = "'***'" if secret else repr(item)
+            raise UsageError(f"{what} {shown} must be key=value")
         k, v = item.split("=", 1)
         out[k.strip()] = v.strip()
     return out
@@ -55,7 +75,7 @@ def parse_columns(text: str) -> list[DataField]:
     for i, col in enumerate(_split_top(text)):
         name, _, type_text = col.strip().partition(" ")
         if not type_text.strip():
-            raise SystemExit(f"column {col!r} needs a type, e.g. 'id BIGINT'")
+            raise UsageError(f"column {col!r} needs a type, e.g. 'id BIGINT'")
         fields.append(DataField(i, name.strip("`\""), parse_type(type_text)))
     return fields
 
@@ -172,36 +192,15 @@ def _print(obj: Any, as_json: bool) -> None:
         print(obj)
 
 
-def _read_input(path: str, fmt: str | None) -> pa.Table:
-    fmt = (fmt or os.path.splitext(path)[1].lstrip(".")).lower()
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
-        return pq.read_table(path)
-    if fmt == "csv":
-        import pyarrow.csv as pcsv
-        return pcsv.read_csv(path)
-    if fmt in ("json", "jsonl", "ndjson"):
-        import pyarrow.json as pjson
-        return pjson.read_json(path)
-    raise SystemExit(f"unknown input format {fmt!r} (parquet, csv, json)")
-
-
-def _cast_to_table(data: pa.Table, table: Table) -> pa.Table:
-    """Files (CSV, JSON) carry inferred types: cast each column the table knows to its type."""
-    cols, names = [], []
-    for name in data.column_names:
-        col = data[name]
-        if name in table.table_schema.field_names:
-            target = to_arrow(table.table_schema.field(name).type)
-            if not col.type.equals(target):
-                try:
-                    col = col.cast(target)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                    raise LakeformatError(f"column {name!r}: cannot cast {col.type} to "
-                                          f"{table.table_schema.field(name).type}: {e}") from e
-        cols.append(col)
-        names.append(name)
-    return pa.table(cols, names=names)
+def _read_rows(path: str, fmt: str | None, table: Table, catalog: Catalog,
+               merge_schema: bool = False) -> pa.Table:
+    """An input file (local, or on S3 with the catalog's options) in the table's types; a
+    merge-schema write keeps the file's new columns too."""
+    try:
+        return read_file(path, fmt, schema=table, file_io=get_file_io(path, catalog.options),
+                         allow_extra=merge_schema)
+    except FileNotFoundError:
+        raise UsageError(f"input file {path} does not exist") from None
 
 
 def _write_output(result: pa.Table, path: str) -> None:
@@ -225,6 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: $LAKEFORMAT_WAREHOUSE)")
     p.add_argument("-o", "--catalog-option", action="append", metavar="KEY=VALUE",
                    help="catalog option such as s3.endpoint=http://127.0.0.1:9000")
+    p.add_argument("--debug", action="store_true",
+                   help=f"print the traceback of any error (also: {DEBUG_ENV}=1)")
     sub = p.add_subparsers(dest="command", required=True)
 
     def add(name: str, help: str, table: bool = True) -> argparse.ArgumentParser:
@@ -284,7 +285,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--older-than")
     sp.add_argument("--dry-run", action="store_true")
     sp = add("remove-orphan-files", "delete files no snapshot, tag or consumer references")
-    sp.add_argument("--older-than", help="default 1 d; at least 1 h")
+    sp.add_argument("--older-than", help="default 1 d; at least 1 h (see the next flag)")
+    sp.add_argument("--no-enforce-retention-duration", dest="enforce_retention_duration",
+                    action="store_false",
+                    help="accept any past --older-than, '0 s' too: on-call cleanup after a "
+                         "crash, only while no writer is running")
     sp.add_argument("--dry-run", action="store_true")
     sp = add("expire-partitions", "drop partitions older than partition.expiration-time")
     sp.add_argument("--expiration-time", help="default: partition.expiration-time")
@@ -339,7 +344,7 @@ def _where_terms(items: Sequence[str] | None) -> list[tuple[str, str, str]] | No
                 out.append((col.strip(), op, value.strip()))
                 break
         else:
-            raise SystemExit(f"--where {item!r} must be COL<op>VALUE with op in {_WHERE_OPS}")
+            raise UsageError(f"--where {item!r} must be COL<op>VALUE with op in {_WHERE_OPS}")
     return out
 
 
@@ -356,7 +361,7 @@ def _run_compact(table: Table, args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if not args.warehouse:
-        raise SystemExit("--warehouse (or $LAKEFORMAT_WAREHOUSE) is required")
+        raise UsageError("--warehouse (or $LAKEFORMAT_WAREHOUSE) is required")
     catalog = Catalog(args.warehouse, _kv(args.catalog_option, "catalog option"))
     cmd = args.command
     if cmd == "create-database":
@@ -377,7 +382,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     table = catalog.get_table(args.table)
     if cmd in ("write", "delete"):
-        data = _cast_to_table(_read_input(args.input, args.format), table)
+        merge = cmd == "write" and (args.merge_schema or parse_bool(
+            {**table.options, **_kv(args.write_option, "write option")}, MERGE_SCHEMA))
+        data = _read_rows(args.input, args.format, table, catalog, merge)
         if cmd == "write":
             result = table.write(data, overwrite=args.overwrite,
                                  merge_schema=True if args.merge_schema else None,
@@ -386,12 +393,7 @@ def run(args: argparse.Namespace) -> int:
             result = table.delete(data)
         _print(result.to_dict() if args.json else str(result), args.json)
     elif cmd == "read":
-        filt = None
-        if args.where:
-            filt = []
-            for k, v in _kv(args.where, "--where").items():
-                dt = table.table_schema.field(k).type
-                filt.append((k, "=", pa.scalar(v).cast(to_arrow(dt)).as_py()))
+        filt = _equality_filter(table, args.where)
         cols = [c.strip() for c in args.columns.split(",")] if args.columns else None
         result = table.read(columns=cols, filter=filt, snapshot_id=args.snapshot, tag=args.tag)
         if args.output:
@@ -405,7 +407,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"({result.num_rows} rows)", file=sys.stderr)
     elif cmd == "alter":
         if not args.changes:
-            raise SystemExit("alter needs at least one change (see lakeformat alter --help)")
+            raise UsageError("alter needs at least one change (see lakeformat alter --help)")
         schema = table.alter(args.changes)
         _print(json.loads(schema.to_json()) if args.json else
                f"{table.name}: schema {schema.id}: "
@@ -417,7 +419,7 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "list":
             _print(table.list_tags(), args.json)
         elif not args.name:
-            raise SystemExit(f"tag {args.action} needs a tag name")
+            raise UsageError(f"tag {args.action} needs a tag name")
         elif args.action == "create":
             _print(table.create_tag(args.name, args.snapshot, args.time_retained), args.json)
         else:
@@ -456,8 +458,8 @@ MAINTENANCE = {
         a.retain_min, a.retain_max, _older_than(a.older_than), a.max_deletes, a.dry_run),
     "clean-schemas": lambda t, a: t.clean_schemas(a.retain_min, _older_than(a.older_than),
                                                   a.dry_run),
-    "remove-orphan-files": lambda t, a: t.remove_orphan_files(_older_than(a.older_than),
-                                                              a.dry_run),
+    "remove-orphan-files": lambda t, a: t.remove_orphan_files(
+        _older_than(a.older_than), a.dry_run, a.enforce_retention_duration),
     "expire-partitions": lambda t, a: t.expire_partitions(_older_than(a.expiration_time),
                                                           a.dry_run),
     "rollback": lambda t, a: t.rollback_to(int(a.target) if a.target.isdigit() else a.target),
@@ -472,13 +474,105 @@ def _has_pandas() -> bool:
     return True
 
 
+def _equality_filter(table: Table, items: Sequence[str] | None) -> list[tuple] | None:
+    """`--where COL=VALUE` terms with VALUE converted to the column's type."""
+    if not items:
+        return None
+    out = []
+    schema = table.table_schema
+    for k, v in _kv(items, "--where").items():
+        if k not in schema.field_names:
+            raise InvalidFilterError(f"--where {k}={v}: {table.name} has no column {k!r}; "
+                                     f"columns are {schema.field_names}")
+        dt = schema.field(k).type
+        try:
+            out.append((k, "=", pa.scalar(v).cast(to_arrow(dt)).as_py()))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            raise InvalidFilterError(f"--where {k}={v}: {v!r} cannot be converted to column "
+                                     f"{k!r} of type {dt}") from None
+    return out
+
+
+# -- errors and exit status ------------------------------------------------------------------------
+# 0 done; 2 the command cannot run as given: usage, names, option values, filters, an input
+# file that is missing or does not fit the table; 1 anything else (missing table, storage,
+# conflicts, internal errors); 130 interrupted.
+USAGE_ERRORS = (UsageError, InvalidIdentifierError, InvalidOptionError, InvalidFilterError,
+                SchemaMismatchError)
+
+
+def _message(e: BaseException) -> str:
+    if isinstance(e, KeyError) and len(e.args) == 1 and isinstance(e.args[0], str):
+        return e.args[0]  # str() of a KeyError quotes its message
+    return str(e) or type(e).__name__
+
+
+def _storage_error(e: BaseException) -> str | None:
+    """A readable message for boto errors (unreachable endpoint, no or bad credentials)."""
+    try:
+        from botocore.exceptions import (
+            BotoCoreError,
+            ClientError,
+            EndpointConnectionError,
+            NoCredentialsError,
+        )
+    except ImportError:
+        return None
+    if isinstance(e, NoCredentialsError):
+        return ("no S3 credentials: give -o s3.access-key=... -o s3.secret-key=... or set "
+                "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY")
+    if isinstance(e, EndpointConnectionError):
+        return f"cannot reach the S3 endpoint: {e}"
+    if isinstance(e, (ClientError, BotoCoreError)):
+        return f"S3 request failed: {e}"
+    return None
+
+
+def _secrets(argv: Sequence[str]) -> list[str]:
+    """Values of secret-bearing KEY=VALUE arguments, so no message echoes one."""
+    out = []
+    for item in argv:
+        key, eq, value = str(item).partition("=")
+        if eq and value.strip() and is_secret_option(key):
+            out.append(value.strip())
+    return out
+
+
+def _report(e: BaseException, debug: bool, secrets: Sequence[str]) -> int:
+    storage = _storage_error(e)
+    if isinstance(e, LakeformatError):
+        text, code = _message(e), 2 if isinstance(e, USAGE_ERRORS) else 1
+    elif storage is not None:
+        text, code = storage, 1
+    elif isinstance(e, OSError):
+        text, code = _message(e), 1
+    else:
+        text, code = f"internal error: {type(e).__name__}: {_message(e)}", 1
+        if not debug:
+            text += f" (run with --debug or {DEBUG_ENV}=1 for the traceback)"
+    if debug:
+        traceback.print_exception(e, file=sys.stderr)
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    print(f"lakeformat: error: {text}", file=sys.stderr)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; returns the exit status (errors are one line on stderr)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # argparse has printed usage and its error (status 2) or help
+        return e.code if isinstance(e.code, int) else 2
+    debug = args.debug or os.environ.get(DEBUG_ENV, "").lower() in ("1", "true", "yes")
     try:
         return run(args)
-    except (LakeformatError, FileNotFoundError, KeyError) as e:
-        print(f"lakeformat: error: {e}", file=sys.stderr)
-        return 1
+    except KeyboardInterrupt:
+        print("lakeformat: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        return _report(e, debug, _secrets(argv))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from lakeformat.errors import InvalidOptionError, UnsupportedError
+from lakeformat.errors import InvalidOptionError, UnsupportedError, shown_value
 
 _SIZE_UNITS = {
     "": 1, "b": 1, "bytes": 1, "byte": 1,
@@ -33,7 +33,8 @@ def parse_memory_size(text: str, key: str = "size") -> int:
     """Parse Paimon's MemorySize text ('128 mb', '8MB', '1024')."""
     m = _NUM_UNIT.match(str(text))
     if not m or m.group(2).lower() not in _SIZE_UNITS:
-        raise InvalidOptionError(f"option {key!r}: cannot parse memory size {text!r}")
+        raise InvalidOptionError(f"option {key!r}: cannot parse memory size "
+                                 f"{shown_value(key, text)}")
     return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
 
 
@@ -41,7 +42,8 @@ def parse_duration(text: str, key: str = "duration") -> timedelta:
     """Parse Paimon's Duration text ('1 h', '7 d', '30 min', '500 ms')."""
     m = _NUM_UNIT.match(str(text))
     if not m or m.group(2).lower() not in _DURATION_UNITS:
-        raise InvalidOptionError(f"option {key!r}: cannot parse duration {text!r}")
+        raise InvalidOptionError(f"option {key!r}: cannot parse duration "
+                                 f"{shown_value(key, text)}")
     return timedelta(seconds=float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
 
 
@@ -52,7 +54,8 @@ def parse_bool(options: Mapping[str, str], key: str, default: bool = False) -> b
         return default
     text = str(raw).strip().lower()
     if text not in ("true", "false"):
-        raise InvalidOptionError(f"option {key!r} must be true or false, got {raw!r}")
+        raise InvalidOptionError(f"option {key!r} must be true or false, "
+                                 f"got {shown_value(key, raw)}")
     return text == "true"
 
 
@@ -72,7 +75,8 @@ class CoreOptions:
         try:
             return int(str(v).strip())
         except ValueError:
-            raise InvalidOptionError(f"option {key!r} must be an integer, got {v!r}") from None
+            raise InvalidOptionError(f"option {key!r} must be an integer, "
+                                     f"got {shown_value(key, v)}") from None
 
     def _bool(self, key: str, default: bool) -> bool:
         return parse_bool(self.raw, key, default)
@@ -86,6 +90,16 @@ class CoreOptions:
             getattr(self, name)
         if self.bucket == 0 or self.bucket < -2:
             raise InvalidOptionError(f"option 'bucket' must be > 0, -1 or -2, got {self.bucket}")
+        if self.snapshot_num_retained_min < 1:
+            raise InvalidOptionError("option 'snapshot.num-retained.min' must be at least 1, got "
+                                     f"{self.snapshot_num_retained_min}")
+        if self.snapshot_num_retained_max < self.snapshot_num_retained_min:
+            raise InvalidOptionError(
+                f"option 'snapshot.num-retained.max' ({self.snapshot_num_retained_max}) must not "
+                f"be less than 'snapshot.num-retained.min' ({self.snapshot_num_retained_min})")
+        if self.snapshot_expire_limit < 1:
+            raise InvalidOptionError("option 'snapshot.expire.limit' must be at least 1, got "
+                                     f"{self.snapshot_expire_limit}")
         if self.file_format not in ("parquet", "orc"):
             raise UnsupportedError(f"option file.format={self.file_format!r} is not supported "
                                    "(parquet, orc)")
@@ -171,24 +185,43 @@ class CoreOptions:
     def manifest_full_compaction_threshold(self) -> int:
         return self._size("manifest.full-compaction-threshold-size", "16 mb")
 
+    def _commit_settings(self) -> tuple[int, float, float, float | None]:
+        """(max retries, min wait s, max wait s, timeout s): parsed and checked together, so the
+        first commit option a commit reads refuses a bad value of any of them."""
+        retries = self._int("commit.max-retries", 10)
+        if retries < 0:
+            raise InvalidOptionError(f"option 'commit.max-retries' must be 0 or more, got "
+                                     f"{retries}")
+        min_wait = parse_duration(self.raw.get("commit.min-retry-wait", "10 ms"),
+                                  "commit.min-retry-wait").total_seconds()
+        max_wait = parse_duration(self.raw.get("commit.max-retry-wait", "10 s"),
+                                  "commit.max-retry-wait").total_seconds()
+        if max_wait < min_wait:
+            raise InvalidOptionError(
+                f"option 'commit.max-retry-wait' ({self.raw.get('commit.max-retry-wait', '10 s')})"
+                " must not be less than 'commit.min-retry-wait' "
+                f"({self.raw.get('commit.min-retry-wait', '10 ms')})")
+        v = self.raw.get("commit.timeout")
+        timeout = None if v is None else parse_duration(v, "commit.timeout").total_seconds()
+        if timeout is not None and timeout <= 0:
+            raise InvalidOptionError(f"option 'commit.timeout' must be positive, got {v!r}")
+        return retries, min_wait, max_wait, timeout
+
     @property
     def commit_max_retries(self) -> int:
-        return self._int("commit.max-retries", 10)
+        return self._commit_settings()[0]
 
     @property
     def commit_min_retry_wait(self) -> float:
-        return parse_duration(self.raw.get("commit.min-retry-wait", "10 ms"),
-                              "commit.min-retry-wait").total_seconds()
+        return self._commit_settings()[1]
 
     @property
     def commit_max_retry_wait(self) -> float:
-        return parse_duration(self.raw.get("commit.max-retry-wait", "10 s"),
-                              "commit.max-retry-wait").total_seconds()
+        return self._commit_settings()[2]
 
     @property
     def commit_timeout(self) -> float | None:
-        v = self.raw.get("commit.timeout")
-        return None if v is None else parse_duration(v, "commit.timeout").total_seconds()
+        return self._commit_settings()[3]
 
     # snapshot expiry [CoreOptions.java]
     @property

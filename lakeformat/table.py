@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from lakeformat.errors import InvalidOptionError, LakeformatError, SchemaMismatchError
+from lakeformat.errors import (
+    InvalidOptionError,
+    LakeformatError,
+    SchemaMismatchError,
+    TableNotFoundError,
+)
 from lakeformat.merge import check_merge_options
 from lakeformat.merge.sort import DELETE
 from lakeformat.meta.binary_row import from_avro_bytes
@@ -55,10 +61,7 @@ class Table:
         self.file_io = file_io
         self.schema_manager = SchemaManager(file_io, path)
         self.snapshot_manager = SnapshotManager(file_io, path)
-        schema = self.schema_manager.latest()
-        if schema is None:
-            raise LakeformatError(f"{path} holds no schema file: not a Paimon table")
-        self._schema = schema
+        self._schema = self._latest_schema()
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, {self.path!r})"
@@ -87,10 +90,17 @@ class Table:
         return list(self._schema.partition_keys)
 
     def refresh(self) -> Table:
-        latest = self.schema_manager.latest()
-        if latest is not None:
-            self._schema = latest
+        """Re-read the latest schema; every verb starts here, so one on a dropped table raises
+        `TableNotFoundError` before it reads or writes anything."""
+        self._schema = self._latest_schema()
         return self
+
+    def _latest_schema(self) -> TableSchema:
+        latest = self.schema_manager.latest()
+        if latest is None:
+            raise TableNotFoundError(f"table {self.name} does not exist (dropped?): no schema "
+                                     f"file under {self.path}")
+        return latest
 
     def latest_snapshot(self) -> Snapshot | None:
         return self.snapshot_manager.latest_snapshot()
@@ -159,6 +169,7 @@ class Table:
         `filter` is a pyarrow compute Expression or DNF tuples such as
         `[("dt", "=", "2024-01-01")]`; DNF terms on partition columns prune partitions.
         """
+        self.refresh()  # a dropped table is not read, not even by snapshot id
         snap = self._resolve_snapshot(snapshot_id, tag)
         schema = self._schema_of(snap, snapshot_id is not None or tag is not None)
         return TableRead(self.file_io, self.path, schema, self.schema_manager).read(
@@ -290,12 +301,17 @@ class Table:
         return clean_schemas(self.file_io, self.path, self.refresh()._schema, self.name,
                              retain_min, older_than, dry_run)
 
-    def remove_orphan_files(self, older_than: OlderThan = None, dry_run: bool = False
-                            ) -> MaintenanceResult:
-        """Delete files under the table that nothing references (older than 1 day by default)."""
+    def remove_orphan_files(self, older_than: OlderThan = None, dry_run: bool = False,
+                            enforce_retention_duration: bool = True) -> MaintenanceResult:
+        """Delete files under the table that nothing references (older than 1 day by default).
+
+        A cut-off less than 1 hour ago is refused, since a running writer's files exist before
+        its snapshot does; `enforce_retention_duration=False` lifts that rail (any past cut-off,
+        "0 s" too) for on-call cleanup after a crash, when no writer is running.
+        """
         from lakeformat.operation.orphan_files import remove_orphan_files
         return remove_orphan_files(self.file_io, self.path, self.refresh()._schema, self.name,
-                                   older_than, dry_run)
+                                   older_than, dry_run, enforce_retention_duration)
 
     def expire_partitions(self, expiration_time: OlderThan = None, dry_run: bool = False
                           ) -> MaintenanceResult:
@@ -346,6 +362,12 @@ class Table:
             select_partitions,
         )
 
+        for arg, value in (("workers", workers), ("partitions_per_commit",
+                                                  partitions_per_commit)):
+            if (value is not None or arg != "workers") and (
+                    isinstance(value, bool) or not isinstance(value, Integral) or value <= 0):
+                raise InvalidOptionError(f"compact of {self.name}: {arg} must be a positive "
+                                         f"integer, got {value!r}")
         self.refresh()
         schema = self._schema
         return compact_table(

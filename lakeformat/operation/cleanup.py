@@ -34,6 +34,16 @@ def cutoff_millis(older_than: OlderThan, default: dt.timedelta, now_ms: int | No
                              f"got {older_than!r}")
 
 
+def past_cutoff_millis(older_than: OlderThan, default: dt.timedelta, now_ms: int,
+                       risk: str) -> int:
+    """`cutoff_millis`, refusing a cut-off in the future (every maintenance verb does): `risk`
+    says what would be deleted that is still in use."""
+    cutoff = cutoff_millis(older_than, default, now_ms)
+    if cutoff > now_ms:
+        raise InvalidOptionError(f"older_than {older_than!r} is in the future: {risk}")
+    return cutoff
+
+
 def delete_paths(file_io: FileIO, paths: Sequence[str]) -> list[str]:
     """Delete in batches (S3 DeleteObjects takes 1,000 keys a request); missing counts as
     deleted. Returns the paths that could not be deleted."""

@@ -19,7 +19,8 @@ from lakeformat.schema.types import DataField, DataType, from_arrow, to_arrow
 
 
 def as_table(data: pa.Table | pa.RecordBatch | list | object) -> pa.Table:
-    """Accept an Arrow table, a record batch, a RecordBatchReader or an iterable of batches."""
+    """Accept an Arrow table, a record batch, a RecordBatchReader, anything with
+    `__arrow_c_stream__` (pandas, polars) or an iterable of record batches / tables."""
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
@@ -28,10 +29,30 @@ def as_table(data: pa.Table | pa.RecordBatch | list | object) -> pa.Table:
         return data.read_all()
     if hasattr(data, "__arrow_c_stream__") and not isinstance(data, list):
         return pa.table(data)
-    batches = list(data)  # type: ignore[call-overload]
-    if not batches:
+    if data is None or isinstance(data, (str, bytes, dict)) or not hasattr(data, "__iter__"):
+        raise SchemaMismatchError(f"cannot write {_describe(data)}: give a pyarrow Table, "
+                                  "RecordBatch, RecordBatchReader or an iterable of them"
+                                  + (" (read a file with lakeformat.ingest.read_file)"
+                                     if isinstance(data, str) else ""))
+    parts = list(data)  # type: ignore[call-overload]
+    if not parts:
         raise SchemaMismatchError("no record batches to write")
-    return pa.Table.from_batches(batches)
+    wrong = [p for p in parts if not isinstance(p, (pa.RecordBatch, pa.Table))]
+    if wrong:
+        raise SchemaMismatchError(f"cannot write an iterable holding {_describe(wrong[0])}: "
+                                  "give pyarrow RecordBatches or Tables")
+    try:
+        return pa.concat_tables([p if isinstance(p, pa.Table) else pa.Table.from_batches([p])
+                                 for p in parts])
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise SchemaMismatchError(f"the batches given do not share one schema: {e}") from None
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "None"
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
 
 
 def conform(data: pa.Table, schema: TableSchema) -> pa.Table:

@@ -28,7 +28,7 @@ from lakeformat.meta.consumer import ConsumerManager
 from lakeformat.meta.data_file_meta import FileKind
 from lakeformat.meta.snapshot import EARLIEST, Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
-from lakeformat.operation.cleanup import OlderThan, cutoff_millis, delete_paths
+from lakeformat.operation.cleanup import OlderThan, delete_paths, past_cutoff_millis
 from lakeformat.operation.references import CHANGELOG_DIR, TableReferences, deleted_in
 from lakeformat.options import CoreOptions
 from lakeformat.results import MaintenanceResult
@@ -207,7 +207,8 @@ def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, tabl
     retain_min = opts.snapshot_num_retained_min if retain_min is None else int(retain_min)
     retain_max = opts.snapshot_num_retained_max if retain_max is None else int(retain_max)
     max_deletes = opts.snapshot_expire_limit if max_deletes is None else int(max_deletes)
-    cutoff = cutoff_millis(older_than, opts.snapshot_time_retained)
+    cutoff = past_cutoff_millis(older_than, opts.snapshot_time_retained, int(time.time() * 1000),
+                                "a snapshot committed right now would count as expired")
     result = MaintenanceResult(table_name, "expire-snapshots", dry_run=dry_run)
     _refuse_decoupled_changelog(file_io, table_path, schema)
     sm = SnapshotManager(file_io, table_path)

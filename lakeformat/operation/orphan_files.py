@@ -4,7 +4,9 @@ Paimon's `OrphanFilesClean`, made safer than it: a read failure of any snapshot,
 list or manifest aborts the run (Java treats a missing manifest as empty, then deletes what it
 named); a table whose snapshots and tags reference nothing while data files exist is refused
 (a lost `snapshot/` directory must not turn the whole table into orphans); the cut-off must be
-at least an hour in the past (a writer's files exist before its snapshot does); snapshots and
+at least an hour in the past (a writer's files exist before its snapshot does) unless the
+caller overrides that rail (`enforce_retention_duration=False`, for on-call use once no writer
+runs, e.g. after a crash; a future cut-off stays refused); snapshots and
 tags are listed again after the scan, until a round finds nothing new.
 
 Referenced names are compared by file name, as Java does: data file names are unique, and a
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from lakeformat.errors import InvalidOptionError, LakeformatError, UnsupportedError
 from lakeformat.meta.snapshot import EARLIEST, LATEST
 from lakeformat.meta.tag import TAG_DIR, TAG_PREFIX
-from lakeformat.operation.cleanup import OlderThan, cutoff_millis
+from lakeformat.operation.cleanup import OlderThan, past_cutoff_millis
 from lakeformat.operation.references import (
     MANIFEST_DIR,
     STATISTICS_DIR,
@@ -57,15 +59,18 @@ class Candidate:
         return self.status.path.rsplit("/", 1)[-1]
 
 
-def check_cutoff(older_than: OlderThan, now_ms: int) -> int:
-    cutoff = cutoff_millis(older_than, DEFAULT_OLDER_THAN, now_ms)
-    if cutoff > now_ms:
-        raise InvalidOptionError(f"older_than {older_than!r} is in the future: files being "
-                                 "written right now would count as orphans")
-    if cutoff > now_ms - MIN_AGE_MS:
+def check_cutoff(older_than: OlderThan, now_ms: int, enforce_retention_duration: bool = True
+                 ) -> int:
+    """The cut-off in epoch millis. A future one is always refused; one less than an hour ago
+    only while `enforce_retention_duration` (the on-call override, as delta-rs's `vacuum`)."""
+    cutoff = past_cutoff_millis(older_than, DEFAULT_OLDER_THAN, now_ms,
+                                "files being written right now would count as orphans")
+    if enforce_retention_duration and cutoff > now_ms - MIN_AGE_MS:
         raise InvalidOptionError(
             f"older_than {older_than!r} is less than 1 hour ago: files of writes that have not "
-            "committed yet would count as orphans; use at least 1 hour (default 1 day)")
+            "committed yet would count as orphans; use at least 1 hour (default 1 day), or, when "
+            "no writer is running (e.g. after a crash), pass enforce_retention_duration=False "
+            "(CLI: --no-enforce-retention-duration)")
     return cutoff
 
 
@@ -106,9 +111,10 @@ def classify(file_io: FileIO, table_path: str, listing: list[FileStatus], partit
 
 
 def remove_orphan_files(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
-                        older_than: OlderThan, dry_run: bool) -> MaintenanceResult:
+                        older_than: OlderThan, dry_run: bool,
+                        enforce_retention_duration: bool = True) -> MaintenanceResult:
     start = time.monotonic()
-    cutoff = check_cutoff(older_than, now_millis())
+    cutoff = check_cutoff(older_than, now_millis(), enforce_retention_duration)
     result = MaintenanceResult(table_name, "remove-orphan-files", dry_run=dry_run)
     # list first: a file written after this listing is never a candidate
     candidates, data_exists = classify(file_io, table_path, file_io.list_recursive(table_path),

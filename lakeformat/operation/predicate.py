@@ -7,13 +7,16 @@ evaluated on partition values alone, which is what prunes partitions before any 
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakeformat.errors import LakeformatError
+from lakeformat.errors import InvalidFilterError, LakeformatError
+from lakeformat.schema.types import DataField, arrow_schema
 
 Filter = pc.Expression | Sequence[Any] | None
 
@@ -88,3 +91,47 @@ def partition_predicate(filter: Filter, partition_keys: Sequence[str]
         return False
 
     return pred
+
+
+_UNKNOWN_FIELD = re.compile(r"No match for FieldRef\.Name\((.*?)\)")
+
+
+def check_filter(filter: Filter, fields: Sequence[DataField], table: str) -> None:
+    """Refuse a filter that names a column `fields` lacks, or compares a column with a value
+    its type cannot take, with an error naming the column, before any file is read.
+
+    The filter is bound against an empty table of the read schema, so an Expression is
+    checked by pyarrow's own rules without walking it.
+    """
+    if filter is None:
+        return
+    names = [f.name for f in fields]
+    empty = arrow_schema(list(fields), with_id=False).empty_table()
+    if isinstance(filter, pc.Expression):
+        try:
+            empty.filter(filter)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+            unknown = _UNKNOWN_FIELD.search(str(e))
+            if unknown:
+                raise InvalidFilterError(f"filter on {table} names unknown column "
+                                         f"{unknown.group(1)!r}; table columns are {names}"
+                                         ) from None
+            raise InvalidFilterError(f"filter {filter} cannot be applied to {table}: "
+                                     f"{str(e).splitlines()[0]}") from None
+        return
+    if isinstance(filter, (str, bytes)):
+        raise InvalidFilterError(f"filter {filter!r} on {table}: give a pyarrow Expression or "
+                                 "DNF tuples such as [('id', '=', 1)]")
+    types = {f.name: f.type for f in fields}
+    for conj in _dnf(filter):
+        for col, op, value in conj:
+            if col not in types:
+                raise InvalidFilterError(f"filter on {table} names unknown column {col!r}; "
+                                         f"table columns are {names}")
+            try:
+                empty.filter(pq.filters_to_expression([[(col, op, value)]]))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError,
+                    TypeError, ValueError) as e:
+                raise InvalidFilterError(
+                    f"filter ({col!r}, {op!r}, {value!r}) on {table}: the value does not fit "
+                    f"column {col!r} of type {types[col]} ({str(e).splitlines()[0]})") from None

@@ -25,6 +25,7 @@ from lakeformat.operation.compact_levels import tie_ranks
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.predicate import (
     Filter,
+    check_filter,
     filter_columns,
     partition_predicate,
     to_expression,
@@ -58,6 +59,7 @@ class TableRead:
 
     def read(self, snapshot: Snapshot | None, columns: Sequence[str] | None = None,
              filter: Filter = None, max_workers: int | None = None) -> pa.Table:
+        check_filter(filter, self.schema.fields, self.table_path)
         names = self.schema.field_names
         wanted = list(columns) if columns is not None else names
         unknown = [c for c in wanted if c not in names]

@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from lakeformat.errors import InvalidOptionError, LakeformatError
-from lakeformat.operation.cleanup import OlderThan, cutoff_millis
+from lakeformat.operation.cleanup import OlderThan, past_cutoff_millis
 from lakeformat.operation.orphan_files import now_millis
 from lakeformat.operation.references import ReferenceScan
 from lakeformat.options import parse_duration
@@ -52,10 +52,8 @@ def retention(options: dict[str, str], retain_min: int | None, older_than: Older
                                  f"got {retain_min}")
     default = parse_duration(options.get(SCHEMA_TIME_RETAINED, DEFAULT_TIME_RETAINED),
                              SCHEMA_TIME_RETAINED)
-    cutoff = cutoff_millis(older_than, default, now_ms)
-    if cutoff > now_ms:
-        raise InvalidOptionError(f"older_than {older_than!r} is in the future: a schema being "
-                                 "used by a writer right now could be deleted")
+    cutoff = past_cutoff_millis(older_than, default, now_ms,
+                                "a schema being used by a writer right now could be deleted")
     return retain_min, cutoff
 
 

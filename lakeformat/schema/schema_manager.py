@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from lakeformat.errors import LakeformatError
+from lakeformat.errors import LakeformatError, TableNotFoundError
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
 
@@ -70,7 +70,8 @@ class SchemaManager:
         for _ in range(max_attempts):
             latest = self.latest()
             if latest is None:
-                raise LakeformatError(f"{self.table_path} holds no schema file")
+                raise TableNotFoundError(f"{self.table_path} holds no schema file: the table "
+                                         "does not exist (dropped?)")
             nxt = make_next(latest)
             if nxt is latest:
                 return latest

@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakeformat.errors import InvalidOptionError, UnsupportedError
+from lakeformat.errors import InvalidOptionError, UnsupportedError, shown_value
 from lakeformat.storage.fileio import S3_SCHEMES, FileIO, FileStatus, StorageError, split_scheme
 
 __all__ = ["S3FileIO", "split_s3_path"]
@@ -98,13 +98,15 @@ def _parse_bool(key: str, value: str) -> bool:
         return True
     if v in ("false", "0", "no"):
         return False
-    raise InvalidOptionError(f"option {key!r} must be 'true' or 'false', got {value!r}")
+    raise InvalidOptionError(f"option {key!r} must be 'true' or 'false', "
+                             f"got {shown_value(key, value)}")
 
 
 def _parse_int(key: str, value: str) -> int:
     n = int(value) if value.strip().isdigit() else 0
     if n <= 0:
-        raise InvalidOptionError(f"option {key!r} must be a positive integer, got {value!r}")
+        raise InvalidOptionError(f"option {key!r} must be a positive integer, "
+                                 f"got {shown_value(key, value)}")
     return n
 
 

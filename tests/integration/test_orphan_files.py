@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import os
+import subprocess
+import sys
 import time
 import uuid
 
@@ -238,3 +241,52 @@ def test_a_snapshot_committed_during_the_scan_keeps_its_files(local_catalog, lat
     assert not any(late.file_name in p for p in res.deleted)
     key = [("dt", "ascending"), ("id", "ascending")]
     assert local_catalog.get_table("db.t").read().sort_by(key).equals(before.sort_by(key))
+
+
+CRASHING_WRITER = """
+import json, os, sys
+import pyarrow as pa
+import lakeformat as lf
+uri, options = sys.argv[1], json.loads(sys.argv[2])
+t = lf.Catalog(uri, options).get_table("db.t")
+publish = t.file_io.write_if_absent
+def crash(path, data):  # dies right before its snapshot would land: files, no snapshot
+    if "/snapshot/snapshot-" in path:
+        os._exit(3)
+    return publish(path, data)
+t.file_io.write_if_absent = crash
+t.write(pa.table({"dt": ["2024-01-03"] * 3, "id": [1, 2, 3], "v": ["x", "y", "z"]}))
+"""
+
+
+def crash_a_writer(catalog) -> None:
+    """A real writer process killed between writing its files and publishing its snapshot."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [os.path.dirname(os.path.dirname(lf.__file__)), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", CRASHING_WRITER, catalog.warehouse,
+                          json.dumps(catalog.options)], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 3, out.stderr
+
+
+def test_crashed_writer_files_go_only_with_the_retention_override(catalog):
+    t = make_table(catalog)
+    before_rows = snapshot_rows(t)
+    before = files(t)
+    crash_a_writer(catalog)
+    crashed = files(t) - before
+    assert any("dt=2024-01-03" in p for p in crashed)  # data files
+    assert any("/manifest/" in p for p in crashed)  # and the manifests of its commit
+    time.sleep(0.05)  # the cut-off is strictly after the crashed files' times
+    for older_than in ("0 s", dt.timedelta(minutes=5), "59 min"):
+        with pytest.raises(lf.InvalidOptionError, match="enforce_retention_duration=False"):
+            t.remove_orphan_files(older_than)
+    assert files(t) == before | crashed
+    with pytest.raises(lf.InvalidOptionError, match="future"):
+        t.remove_orphan_files(dt.timedelta(minutes=-5), enforce_retention_duration=False)
+    plan = t.remove_orphan_files("0 s", dry_run=True, enforce_retention_duration=False)
+    assert set(plan.deleted) == crashed and files(t) == before | crashed
+    res = t.remove_orphan_files("0 s", enforce_retention_duration=False)
+    assert set(res.deleted) == crashed
+    assert files(t) == before
+    assert snapshot_rows(catalog.get_table("db.t")) == before_rows

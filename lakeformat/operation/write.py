@@ -97,7 +97,7 @@ class TableWrite:
         """Split conformed rows into work units; reads the latest snapshot's state once."""
         table = conform(data, self.schema)
         if kinds is None:
-            kinds = self._row_kinds(table)
+            kinds = self._row_kinds(table, given=data.column_names)
         table, kinds = self._filter_kinds(table, kinds)
         rows = table.append_column(VALUE_KIND, pa.array(kinds.astype(np.int8)))
         num_buckets = self.options.bucket
@@ -152,9 +152,9 @@ class TableWrite:
             return table, kinds
         return table.filter(pa.array(~drop)), kinds[~drop]
 
-    def _row_kinds(self, table: pa.Table) -> np.ndarray:
+    def _row_kinds(self, table: pa.Table, given: list[str]) -> np.ndarray:
         field = self.options.rowkind_field
-        if not field:
+        if not field or field not in given:  # a stream that leaves the column out writes +I
             return np.zeros(table.num_rows, dtype=np.int8)
         col = table[field]
         if col.null_count:

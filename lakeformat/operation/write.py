@@ -22,6 +22,7 @@ from lakeformat.errors import SchemaMismatchError, UnsupportedError
 from lakeformat.merge import create_merge_function
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, sort_for_merge
+from lakeformat.merge.validation import check_retracts
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids
 from lakeformat.meta.snapshot import Snapshot
@@ -99,6 +100,7 @@ class TableWrite:
         if kinds is None:
             kinds = self._row_kinds(table, given=data.column_names)
         table, kinds = self._filter_kinds(table, kinds)
+        check_retracts(self.schema, table, kinds, self.table_path)
         rows = table.append_column(VALUE_KIND, pa.array(kinds.astype(np.int8)))
         num_buckets = self.options.bucket
         bucket_cols = [rows[k] for k in self.schema.bucket_keys]

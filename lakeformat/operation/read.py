@@ -111,16 +111,19 @@ def read_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: Table
     """`_SEQUENCE_NUMBER`, `_VALUE_KIND` and `columns` of one data file, under `schema`.
 
     A file written under another schema version is mapped by field id: renamed columns keep
-    their values, columns added since read null, widened types are cast.
+    their values, columns added since read null, widened types are cast. A file whose size or
+    row count differs from `meta` (its manifest entry) raises CorruptFileError.
     """
     fmt = _format_of(meta.file_name, default_format)
     if meta.schema_id == schema.id:
-        table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=schema)
+        table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=schema,
+                             expect=meta)
         return table.select([SEQUENCE_NUMBER, VALUE_KIND, *columns])
     file_schema = schema_manager.schema(meta.schema_id)
     projection = FieldIdProjection(file_schema.fields, schema.fields)
     if projection.identity:
-        table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=file_schema)
+        table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=file_schema,
+                             expect=meta)
         return table.select([SEQUENCE_NUMBER, VALUE_KIND, *columns])
     table = read_kv_file(file_io, path, fmt, columns=projection.file_columns(columns),
                          schema=file_schema)
@@ -149,7 +152,7 @@ def iter_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: Table
                                                                       schema.fields)
     if projection is None or projection.identity:
         for piece in iter_kv_file(file_io, path, fmt, columns=list(columns), schema=file_schema,
-                                  batch_bytes=batch_bytes):
+                                  batch_bytes=batch_bytes, expect=meta):
             yield piece.select(names)
         return
     for piece in iter_kv_file(file_io, path, fmt, columns=projection.file_columns(columns),

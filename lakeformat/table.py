@@ -21,6 +21,7 @@ from lakeformat.merge.sort import DELETE
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
+from lakeformat.operation.alter_check import check_stored_values
 from lakeformat.operation.cleanup import OlderThan
 from lakeformat.operation.conform import as_table, conform_merged, data_fields
 from lakeformat.operation.paths import PathFactory
@@ -230,6 +231,9 @@ class Table:
                 has_snapshots.append(self.snapshot_manager.latest_snapshot() is not None)
             nxt = apply_changes(latest, changes, has_snapshots[0])
             validate_table_schema(nxt)
+            # type changes Paimon allows but whose stored values may not convert
+            check_stored_values(self.file_io, self.path, self.name, latest, nxt,
+                                self.schema_manager, self.snapshot_manager.latest_snapshot())
             return nxt
 
         schema = self.schema_manager.commit_next(make_next)

@@ -49,7 +49,8 @@ from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.schema.types import to_arrow
 
-__all__ = ["KeyValueFileWriter", "iter_kv_file", "read_kv_file", "local_millis_now"]
+__all__ = ["KeyValueFileWriter", "iter_kv_file", "read_kv_file", "local_millis_now",
+           "verify_data_file"]
 
 #: Java checks the rolling condition every 1000 records; we never write smaller row groups
 #: (except the input's tail), which bounds the per-row-group overhead the same way.
@@ -274,13 +275,15 @@ class KeyValueFileWriter:
 # -- reading ------------------------------------------------------------------------------------
 
 def read_kv_file(file_io: Any, path: str, file_format: str, columns: Sequence[str] | None = None,
-                 *, schema: TableSchema | None = None) -> pa.Table:
+                 *, schema: TableSchema | None = None,
+                 expect: DataFileMeta | None = None) -> pa.Table:
     """``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and ``columns`` (all value columns when None).
 
     Reads files of Java, pypaimon or lakeformat, with or without ``_KEY_`` columns (never
     returned). With ``schema`` (the schema the file was written with) columns get exactly the
     Arrow types of ``to_arrow``; casts are checked, so a value that does not fit fails instead of
-    being truncated. Any failure to read raises CorruptFileError naming ``path``.
+    being truncated. Any failure to read raises CorruptFileError naming ``path``; so does a
+    file whose size or row count differs from ``expect`` (its manifest entry).
     """
     fmt = file_format.lower()
     if fmt not in ("parquet", "orc"):
@@ -288,7 +291,9 @@ def read_kv_file(file_io: Any, path: str, file_format: str, columns: Sequence[st
             f"cannot read data file {path}: file format {file_format!r} is not supported "
             "(parquet, orc)")
     try:
-        table = _read_raw(file_io, path, fmt, columns)
+        table = _read_raw(file_io, path, fmt, columns, expect)
+        if expect is not None:
+            check_row_count(path, table.num_rows, expect)
         return _normalize(table, schema)
     except LakeformatError:
         raise
@@ -298,7 +303,8 @@ def read_kv_file(file_io: Any, path: str, file_format: str, columns: Sequence[st
 
 def iter_kv_file(file_io: Any, path: str, file_format: str,
                  columns: Sequence[str] | None = None, *, schema: TableSchema | None = None,
-                 batch_bytes: int = 64 << 20) -> Iterator[pa.Table]:
+                 batch_bytes: int = 64 << 20,
+                 expect: DataFileMeta | None = None) -> Iterator[pa.Table]:
     """Like :func:`read_kv_file`, in pieces of about ``batch_bytes`` of Arrow memory each.
 
     Parquet is read a few thousand rows at a time through a small read buffer, so memory stays
@@ -312,6 +318,8 @@ def iter_kv_file(file_io: Any, path: str, file_format: str,
     source = None
     try:
         source = file_io.open_input(path)
+        if expect is not None:
+            check_file_size(path, source.size(), expect)
         if fmt == "parquet":
             pf = pq.ParquetFile(source, buffer_size=1 << 20, pre_buffer=False)
             want = _wanted(pf.schema_arrow.names, columns, path)
@@ -323,14 +331,17 @@ def iter_kv_file(file_io: Any, path: str, file_format: str,
             want = _wanted(of.schema.names, columns, path)
             pieces = (of.read_stripe(i, columns=want) for i in range(of.nstripes))
         held: list[pa.Table] = []
-        size = 0
+        size = rows = 0
         for piece in pieces:
             piece = pa.table(piece) if not isinstance(piece, pa.Table) else piece
             held.append(piece.select(want))
             size += piece.nbytes
+            rows += piece.num_rows
             if size >= batch_bytes:
                 yield _normalize(pa.concat_tables(held), schema)
                 held, size = [], 0
+        if expect is not None:  # before the last piece: a short file must not look complete
+            check_row_count(path, rows, expect)
         if held:
             yield _normalize(pa.concat_tables(held), schema)
     except LakeformatError:
@@ -363,9 +374,12 @@ def _wanted(names: list[str], columns: Sequence[str] | None, path: str) -> list[
     return [SEQUENCE_NUMBER, VALUE_KIND, *values]
 
 
-def _read_raw(file_io: Any, path: str, fmt: str, columns: Sequence[str] | None) -> pa.Table:
+def _read_raw(file_io: Any, path: str, fmt: str, columns: Sequence[str] | None,
+              expect: DataFileMeta | None = None) -> pa.Table:
     source = file_io.open_input(path)
     try:
+        if expect is not None:
+            check_file_size(path, source.size(), expect)
         if fmt == "parquet":
             pf = pq.ParquetFile(source)
             want = _wanted(pf.schema_arrow.names, columns, path)
@@ -379,6 +393,62 @@ def _read_raw(file_io: Any, path: str, fmt: str, columns: Sequence[str] | None) 
         close = getattr(source, "close", None)
         if close is not None:
             close()
+
+
+def check_file_size(path: str, size: int, meta: DataFileMeta) -> None:
+    """Java locates the Parquet footer from the manifest's file size: another size is another
+    (or a damaged) file, for lakeformat as for Java."""
+    if size != meta.file_size:
+        raise CorruptFileError(f"data file {path} is {size} bytes but its manifest entry says "
+                               f"{meta.file_size}")
+
+
+def check_row_count(path: str, rows: int, meta: DataFileMeta) -> None:
+    if rows != meta.row_count:
+        raise CorruptFileError(f"data file {path} holds {rows} rows but its manifest entry says "
+                               f"{meta.row_count}")
+
+
+def verify_data_file(file_io: Any, path: str, file_format: str, meta: DataFileMeta) -> None:
+    """Check size and row count of a data file against its manifest entry from its footer
+    alone (no data is decoded): for files compaction moves up a level without rewriting.
+    Raises CorruptFileError naming the file when it is missing, unreadable or differs."""
+    fmt = file_format.lower()
+    try:
+        size = file_io.status(path).size
+        check_file_size(path, size, meta)
+        if fmt == "parquet":
+            rows = _parquet_footer_rows(file_io, path, size)
+        elif fmt == "orc":
+            source = file_io.open_input(path)
+            try:
+                rows = orc.ORCFile(source).nrows
+            finally:
+                source.close()
+        else:
+            raise UnsupportedError(f"cannot check data file {path}: file format "
+                                   f"{file_format!r} is not supported (parquet, orc)")
+        check_row_count(path, rows, meta)
+    except LakeformatError:
+        raise
+    except Exception as e:
+        raise CorruptFileError(f"cannot read data file {path}: {type(e).__name__}: {e}") from e
+
+
+def _parquet_footer_rows(file_io: Any, path: str, size: int) -> int:
+    """Row count from the Parquet footer: two small ranged reads, whatever the file's size."""
+    if size < 12:
+        raise CorruptFileError(f"data file {path} is {size} bytes: too short for Parquet")
+    tail = file_io.read_range(path, size - 8, 8)
+    if tail[4:] != b"PAR1":
+        raise CorruptFileError(f"data file {path} does not end with the Parquet magic bytes")
+    length = int.from_bytes(tail[:4], "little")
+    if length + 12 > size:
+        raise CorruptFileError(f"data file {path}: Parquet footer length {length} exceeds the "
+                               f"file ({size} bytes)")
+    footer = file_io.read_range(path, size - 8 - length, length)
+    # the footer alone, framed as a file: its offsets point into the real file, never followed
+    return pq.read_metadata(pa.BufferReader(b"PAR1" + footer + tail)).num_rows
 
 
 def _normalize(table: pa.Table, schema: TableSchema | None) -> pa.Table:

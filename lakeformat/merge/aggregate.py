@@ -26,7 +26,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.errors import InvalidOptionError, LakeformatError, UnsupportedError
+from lakeformat.errors import (
+    InvalidOptionError,
+    LakeformatError,
+    SchemaMismatchError,
+    UnsupportedError,
+)
 from lakeformat.merge.aggregators import (
     AGGREGATE_FUNCTIONS,
     UNSUPPORTED_FUNCTIONS,
@@ -35,7 +40,8 @@ from lakeformat.merge.aggregators import (
 )
 from lakeformat.merge.aggregators_base import choose
 from lakeformat.merge.context import MergeContext
-from lakeformat.merge.sort import DELETE, INSERT, KeyGroups, is_retract
+from lakeformat.merge.sort import DELETE, INSERT, UPDATE_BEFORE, KeyGroups, is_retract
+from lakeformat.merge.validation import describe_retracts
 from lakeformat.options import parse_bool
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.schema.types import DataField
@@ -139,6 +145,28 @@ def merge(table: pa.Table, groups: KeyGroups, ctx: MergeContext) -> pa.Table:
             out = choose(lone, col.take(ends_idx), out)
         columns.append(out)
     return pa.table(columns, schema=table.schema)
+
+
+def check_retracts(ctx: MergeContext, rows: pa.Table, kinds: np.ndarray, table: str) -> None:
+    """Write-time form of the functions' retract refusals (see `validation.check_retracts`):
+    every column's function must retract (or ignore retracts); with remove-record-on-delete a
+    -D replaces the row instead and retracts nothing."""
+    plan = _plan(ctx.schema)
+    if plan.remove_on_delete and not (kinds == UPDATE_BEFORE).any():
+        return
+    stuck = [(name, agg.name) for name, agg in plan.aggregators.items()
+             if agg.name != "primary-key" and not agg.supports_retract]
+    if not stuck:
+        return
+    cols = ", ".join(f"{c!r} ({fn})" for c, fn in stuck)
+    keys = ", ".join(f"'fields.{c}.ignore-retract'='true'" for c, _ in stuck)
+    hint = "" if plan.remove_on_delete or (kinds == UPDATE_BEFORE).any() else (
+        f", or create the table with '{REMOVE_RECORD_ON_DELETE}'='true' (a -D then removes "
+        "the row)")
+    raise SchemaMismatchError(
+        f"{table}: refused {describe_retracts(kinds)}: the aggregate functions of column(s) "
+        f"{cols} cannot retract; set {keys} to ignore retracts in them, or 'ignore-delete'="
+        f"'true' to drop retract records{hint}")
 
 
 def _check_reset_rows(table: pa.Table, reset: np.ndarray, schema: TableSchema) -> None:

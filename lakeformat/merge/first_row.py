@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from lakeformat.errors import LakeformatError
+from lakeformat.errors import LakeformatError, SchemaMismatchError
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import DELETE, VALUE_KIND, KeyGroups, is_retract, pick_rows
+from lakeformat.merge.validation import describe_retracts
 
 _REFUSED = ("first-row merge engine cannot accept DELETE/UPDATE_BEFORE records by default; set "
             "'ignore-delete' = 'true' to ignore them")
@@ -35,3 +36,11 @@ def merge(table: pa.Table, groups: KeyGroups, ctx: MergeContext) -> pa.Table:
         return table
     rows, gone = select(table[VALUE_KIND].to_numpy(), groups, ctx)
     return pick_rows(table, rows, gone, DELETE)
+
+
+def check_retracts(ctx: MergeContext, rows: pa.Table, kinds: np.ndarray, table: str) -> None:
+    """Write-time form of the refusal in `select` (see `validation.check_retracts`)."""
+    if ctx.options.ignore_delete:
+        return
+    raise SchemaMismatchError(f"{table}: refused {describe_retracts(kinds)}: {_REFUSED}")
+

@@ -26,10 +26,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.errors import LakeformatError
+from lakeformat.errors import LakeformatError, SchemaMismatchError
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sequence_group import PartialUpdateConfig, SequenceGroup, ordering_codes
 from lakeformat.merge.sort import DELETE, INSERT, UPDATE_BEFORE, KeyGroups
+from lakeformat.merge.validation import describe_retracts
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 
 REFUSE_RETRACT = "\n".join([
@@ -50,6 +51,34 @@ _SKIP, _AGG, _AGG_REVERSED, _RETRACT, _RESET = 0, 1, 2, 3, 4
 def validate(schema: TableSchema) -> None:
     """Every check Paimon's partial-update factory makes; raises naming the option key."""
     PartialUpdateConfig.of(schema)
+
+
+def check_retracts(ctx: MergeContext, rows: pa.Table, kinds: np.ndarray, table: str) -> None:
+    """Write-time form of the engine's retract refusals (see `validation.check_retracts`):
+    without sequence groups a retract needs ignore-delete or remove-record-on-delete; in a
+    group, a retract with an ordering value reaches the group's aggregate functions, which
+    must be able to retract (or ignore it). Conservative: a -D that would remove the whole row
+    through remove-record-on-sequence-group is checked as a plain retract."""
+    cfg = PartialUpdateConfig.of(ctx.schema)
+    if cfg.ignore_delete:
+        return
+    what = f"{table}: refused {describe_retracts(kinds)}"
+    if not cfg.groups:
+        if not cfg.remove_on_delete:
+            raise SchemaMismatchError(f"{what}: {REFUSE_RETRACT}")
+        return
+    group_of = cfg.group_of
+    for i, agg in sorted(cfg.aggs.items()):
+        if agg.ignore_retract or getattr(agg.aggregator, "supports_retract", True):
+            continue
+        g = group_of[i]
+        ordering = [cfg.names[j] for j in g.ordering]
+        if any(rows[n].null_count < rows.num_rows for n in ordering):
+            raise SchemaMismatchError(
+                f"{what}: aggregate function '{agg.function}' of column '{cfg.names[i]}' "
+                f"(sequence group {g.option}) does not support retraction; set "
+                f"'fields.{cfg.names[i]}.ignore-retract'='true' or 'ignore-delete'='true' "
+                "to accept them")
 
 
 def merge(table: pa.Table, groups: KeyGroups, ctx: MergeContext) -> pa.Table:

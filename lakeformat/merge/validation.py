@@ -10,8 +10,12 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+import numpy as np
+import pyarrow as pa
+
 from lakeformat.errors import InvalidOptionError, UnsupportedError
 from lakeformat.merge.context import MergeContext
+from lakeformat.merge.sort import DELETE, UPDATE_BEFORE
 from lakeformat.schema.table_schema import TableSchema
 
 ENGINE_MODULES = {
@@ -98,3 +102,26 @@ def _check_fields_options(schema: TableSchema) -> None:
                 and schema.field(listed[0]).type.root == "ROW"):
             raise InvalidOptionError(f"table option {key}: paths into ROW column "
                                      f"{listed[0]!r} are not supported")
+
+
+def check_retracts(schema: TableSchema, rows: pa.Table, kinds: np.ndarray, table: str) -> None:
+    """Refuse -U/-D records the table's merge engine would fail on once they meet another
+    record of their key: committed, they would make every read and compaction of that key
+    fail until a rollback. Raises SchemaMismatchError naming the option(s) that allow them.
+    `rows` and `kinds` are what the write keeps after ignore-delete/ignore-update-before."""
+    retract = (kinds == UPDATE_BEFORE) | (kinds == DELETE)
+    if not retract.any():
+        return
+    ctx = MergeContext.of(schema)
+    check = getattr(engine_module(ctx.engine), "check_retracts", None)
+    if check is not None:
+        mask = pa.array(retract)
+        check(ctx, rows.filter(mask), kinds[retract], table)
+
+
+def describe_retracts(kinds: np.ndarray) -> str:
+    """"3 -D and 1 -U records" for the messages of the engines' `check_retracts`."""
+    parts = [f"{int(np.count_nonzero(kinds == k))} {name}"
+             for k, name in ((DELETE, "-D"), (UPDATE_BEFORE, "-U")) if (kinds == k).any()]
+    return " and ".join(parts) + " records"
+

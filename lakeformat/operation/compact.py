@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from lakeformat.data.kv_file import verify_data_file
 from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
 from lakeformat.errors import (
     CommitConflictError,
@@ -42,6 +43,7 @@ from lakeformat.operation.compact_levels import (
 )
 from lakeformat.operation.merge_tree_reader import BUDGET_COPIES, MergeTreeReader
 from lakeformat.operation.paths import PathFactory
+from lakeformat.operation.read import _format_of
 from lakeformat.operation.scan import FileStoreScan, PartitionPredicate
 from lakeformat.options import CoreOptions
 from lakeformat.results import CompactResult, CompactStats
@@ -238,6 +240,9 @@ class _BucketCompaction:
             return
         if f.level == task.output_level:
             return
+        # moved as is, never read: its footer must agree with its manifest entry
+        verify_data_file(self.ex.file_io, self.reader.path_of(f),
+                         _format_of(f.file_name, self.ex.options.file_format), f)
         if task.changelog:
             # the file moves to the top as is; its rows are new there: +I changelog
             self._write_changelog_only([f])

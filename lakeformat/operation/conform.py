@@ -56,21 +56,32 @@ def _describe(value: object) -> str:
 
 
 def conform(data: pa.Table, schema: TableSchema) -> pa.Table:
+    """`data` as the table's columns, in the table's order and types.
+
+    A nullable column the input leaves out is written null (each stream of a table may write
+    only its own columns, as `INSERT INTO t (id, a, b)` does); what the engine makes of those
+    nulls is the engine's rule (README, `write`). Unknown columns, and missing primary-key,
+    partition or NOT NULL columns, are refused by name.
+    """
     names = schema.field_names
     given = data.column_names
     dupes = sorted({c for c in given if given.count(c) > 1})
     if dupes:
         raise SchemaMismatchError(f"input has duplicate columns {dupes}")
-    missing = [c for c in names if c not in given]
     extra = [c for c in given if c not in names]
-    if missing or extra:
+    if extra:
         raise SchemaMismatchError(
-            f"input columns do not match the table: missing {missing}, unexpected {extra} "
+            f"input columns do not match the table: unexpected {extra} "
             f"(table columns: {names})")
+    missing = [c for c in names if c not in given]
+    _check_omitted(missing, schema)
     columns = []
     for f in schema.fields:
-        col = data[f.name]
         target = to_arrow(f.type)
+        if f.name not in given:
+            columns.append(pa.nulls(data.num_rows, target))
+            continue
+        col = data[f.name]
         if not col.type.equals(target):
             col = _cast(col, f.name, f.type, target)
         if not f.type.nullable and col.null_count:
@@ -78,6 +89,25 @@ def conform(data: pa.Table, schema: TableSchema) -> pa.Table:
                 f"column {f.name!r} is {f.type} but the input has {col.null_count} null values")
         columns.append(col)
     return pa.table(columns, names=names)
+
+
+def _check_omitted(missing: list[str], schema: TableSchema) -> None:
+    """Only nullable value columns may be left out of a write."""
+    if not missing:
+        return
+    for what, names in (("partition", schema.partition_keys),
+                        ("primary-key", schema.primary_keys)):
+        absent = [c for c in missing if c in names]
+        if absent:
+            raise SchemaMismatchError(
+                f"input columns do not match the table: missing {what} column(s) {absent} "
+                f"(table columns: {schema.field_names})")
+    not_null = [f"{f.name} ({f.type})" for f in schema.fields
+                if f.name in missing and not f.type.nullable]
+    if not_null:
+        raise SchemaMismatchError(
+            f"input columns do not match the table: missing NOT NULL column(s) {not_null}; "
+            "only nullable columns may be left out (they are written null)")
 
 
 def _cast(col: pa.ChunkedArray, name: str, dt: DataType, target: pa.DataType) -> pa.ChunkedArray:

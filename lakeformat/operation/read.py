@@ -32,6 +32,7 @@ from lakeformat.operation.predicate import (
 )
 from lakeformat.operation.scan import FileStoreScan, Split
 from lakeformat.options import CoreOptions
+from lakeformat.schema.checked_casts import ValueCastError
 from lakeformat.schema.projection import FieldIdProjection
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
@@ -116,26 +117,35 @@ def read_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: Table
     """`_SEQUENCE_NUMBER`, `_VALUE_KIND` and `columns` of one data file, under `schema`.
 
     A file written under another schema version is mapped by field id: renamed columns keep
-    their values, columns added since read null, widened types are cast.
+    their values, columns added since read null, widened types are cast. A file whose size or
+    row count differs from `meta` (its manifest entry) raises CorruptFileError.
     """
     fmt = _format_of(meta.file_name, default_format)
     if meta.schema_id == schema.id:
-        table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=schema)
+        table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=schema,
+                             expect=meta)
         return table.select([SEQUENCE_NUMBER, VALUE_KIND, *columns])
     file_schema = schema_manager.schema(meta.schema_id)
     projection = FieldIdProjection(file_schema.fields, schema.fields)
     if projection.identity:
-        table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=file_schema)
+        table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=file_schema,
+                             expect=meta)
         return table.select([SEQUENCE_NUMBER, VALUE_KIND, *columns])
     table = read_kv_file(file_io, path, fmt, columns=projection.file_columns(columns),
-                         schema=file_schema)
-    return _projected(table, projection, schema, columns)
+                         schema=file_schema, expect=meta)
+    return _projected(table, projection, schema, columns, path)
 
 
 def _projected(table: pa.Table, projection: FieldIdProjection, schema: TableSchema,
-               columns: Sequence[str]) -> pa.Table:
-    """A piece of an old file with the read schema's columns, types and nullability."""
-    arrays = [table[SEQUENCE_NUMBER], table[VALUE_KIND], *projection.project(table, columns)]
+               columns: Sequence[str], path: str) -> pa.Table:
+    """A piece of an old file with the read schema's columns, types and nullability. A
+    stored value the column's new type cannot hold fails naming column, value, cast and file
+    (a writer may have added old-schema files after `alter` checked the values)."""
+    try:
+        values = projection.project(table, columns)
+    except ValueCastError as e:
+        raise e.within(file=path) from None
+    arrays = [table[SEQUENCE_NUMBER], table[VALUE_KIND], *values]
     fields = [table.schema.field(SEQUENCE_NUMBER), table.schema.field(VALUE_KIND),
               *arrow_schema(schema.fields_of(list(columns)), with_id=False)]
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
@@ -154,12 +164,12 @@ def iter_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: Table
                                                                       schema.fields)
     if projection is None or projection.identity:
         for piece in iter_kv_file(file_io, path, fmt, columns=list(columns), schema=file_schema,
-                                  batch_bytes=batch_bytes):
+                                  batch_bytes=batch_bytes, expect=meta):
             yield piece.select(names)
         return
     for piece in iter_kv_file(file_io, path, fmt, columns=projection.file_columns(columns),
-                              schema=file_schema, batch_bytes=batch_bytes):
-        yield _projected(piece, projection, schema, columns)
+                              schema=file_schema, batch_bytes=batch_bytes, expect=meta):
+        yield _projected(piece, projection, schema, columns, path)
 
 
 def _format_of(file_name: str, default: str) -> str:

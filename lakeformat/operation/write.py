@@ -37,6 +37,7 @@ from lakeformat.merge.sort import (
     key_column,
     sort_for_merge,
 )
+from lakeformat.merge.validation import check_retracts
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids
 from lakeformat.meta.snapshot import Snapshot
@@ -120,8 +121,9 @@ class TableWrite:
         """Split conformed rows into work units; reads the latest snapshot's state once."""
         table = conform(data, self.schema)
         if kinds is None:
-            kinds = self._row_kinds(table)
+            kinds = self._row_kinds(table, given=data.column_names)
         table, kinds = self._filter_kinds(table, kinds)
+        check_retracts(self.schema, table, kinds, self.table_path)
         rows = table.append_column(VALUE_KIND, pa.array(kinds.astype(np.int8)))
         num_buckets = self.options.bucket
         bucket_cols = [rows[k] for k in self.schema.bucket_keys]
@@ -176,9 +178,9 @@ class TableWrite:
             return table, kinds
         return table.filter(pa.array(~drop)), kinds[~drop]
 
-    def _row_kinds(self, table: pa.Table) -> np.ndarray:
+    def _row_kinds(self, table: pa.Table, given: list[str]) -> np.ndarray:
         field = self.options.rowkind_field
-        if not field:
+        if not field or field not in given:  # a stream that leaves the column out writes +I
             return np.zeros(table.num_rows, dtype=np.int8)
         col = table[field]
         if col.null_count:

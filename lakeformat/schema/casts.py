@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeformat.errors import UnsupportedError
+from lakeformat.schema.checked_casts import checked_cast
 from lakeformat.schema.types import MAX_LENGTH, DataType, to_arrow
 
 INTEGERS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
@@ -142,6 +143,9 @@ def cast_values(col: pa.Array | pa.ChunkedArray, src: DataType, dst: DataType
     """Convert a column of leaf type `src` (Arrow form of `to_arrow(src)`) to `dst`."""
     target = to_arrow(dst)
     s, d = src.root, dst.root
+    checked = checked_cast(col, src, dst)  # pairs whose values may not convert
+    if checked is not None:
+        return checked
     if d in CHARACTER_STRING and s in CHARACTER_STRING + ("BOOLEAN", "DATE", "DECIMAL",
                                                           *INTEGERS):
         return _fit_length(col.cast(pa.string()), dst, pad=" " if d == "CHAR" else None)

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakeformat.schema.casts import cast_values, check_value_cast
+from lakeformat.schema.checked_casts import ValueCastError
 from lakeformat.schema.types import DataField, DataType, to_arrow
 
 
@@ -55,7 +56,10 @@ class FieldIdProjection:
             if src is None:
                 out.append(pa.chunked_array([pa.nulls(table.num_rows, to_arrow(dst.type))]))
             else:
-                out.append(evolve_column(table[src.name], src.type, dst.type))
+                try:
+                    out.append(evolve_column(table[src.name], src.type, dst.type))
+                except ValueCastError as e:
+                    raise e.within(column=n) from None
         return out
 
 

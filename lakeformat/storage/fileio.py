@@ -154,6 +154,16 @@ class FileIO(ABC):
     def open_input(self, path: str) -> Any:
         """A pyarrow-readable, seekable input (e.g. for ``pyarrow.parquet.ParquetFile``)."""
 
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        """``length`` bytes of ``path`` from ``offset`` (footers); object stores override this
+        with a ranged GET so a footer never costs the whole object."""
+        source = self.open_input(path)
+        try:
+            source.seek(offset)
+            return source.read(length)
+        finally:
+            source.close()
+
 
 def get_file_io(uri: str, options: dict[str, str] | None = None) -> FileIO:
     """Pick the FileIO for ``uri``'s scheme; unknown schemes fail loudly rather than guess."""

@@ -235,6 +235,24 @@ class S3FileIO(FileIO):
         finally:
             body.close()
 
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        """A ranged GET of ``length`` bytes from ``offset``."""
+        if length <= 0:
+            return b""
+        bucket, key = _file_key(path)
+        try:
+            resp = self.client.get_object(Bucket=bucket, Key=key,
+                                          Range=f"bytes={offset}-{offset + length - 1}")
+        except Exception as e:
+            if _is_not_found(e):
+                raise FileNotFoundError(f"file not found: {path}") from e
+            raise
+        body = resp["Body"]
+        try:
+            return body.read()
+        finally:
+            body.close()
+
     def _call_or_none(self, operation: str, **kwargs: Any) -> Any:
         """Call a client operation; None when the key or bucket does not exist (404)."""
         try:

@@ -174,7 +174,7 @@ def test_manifests_are_merged_so_metadata_stays_bounded(catalog):
 
 
 @pytest.mark.parametrize("bad,match", [
-    (pa.table({"dt": ["a"], "id": [1]}), "missing"),
+    (pa.table({"dt": ["a"], "name": ["x"]}), r"missing primary-key column\(s\) \['id'\]"),
     (rows("a", [1]).append_column("zzz", pa.array([1])), "unexpected"),
     (rows("a", [1]).set_column(4, "qty", pa.array(["x"])), "qty"),
     (rows("a", [1]).set_column(1, "id", pa.array([None], pa.int64())), "id"),

@@ -22,6 +22,7 @@ if importlib.util.find_spec("pypaimon") is None:  # pragma: no cover - main venv
         "test_pypaimon_reads_lakeformat.py",
         "test_alternating_writers.py",
         "test_compact_interop.py",
+        "test_two_stream_interop.py",
     ]
 
 

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 
 from lakeformat.errors import SchemaMismatchError, UnsupportedError
 from lakeformat.schema.casts import cast_values, supports_cast
+from lakeformat.schema.checked_casts import ValueCastError
 from lakeformat.schema.merging import MergeSchemaOptions
 from lakeformat.schema.projection import align_by_name
 from lakeformat.schema.table_schema import TableSchema
@@ -198,6 +199,9 @@ def _cast_merged(col: pa.ChunkedArray, name: str, given: DataType, dt: DataType,
                 f"column {name!r}: data type {given} cannot be written to table type {dt}"
                 + ("" if opts.explicit_cast else " without write.merge-schema.explicit-cast"))
         return cast_values(col, given, dt)
+    except ValueCastError as e:
+        raise SchemaMismatchError(f"column {name!r}: cannot convert {col.type} data to {dt}: "
+                                  f"value {e.value!r} does not convert") from None
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise SchemaMismatchError(f"column {name!r}: cannot convert {col.type} to {dt}: "
                                   f"{e}") from e

@@ -285,6 +285,9 @@ class WriteJob:
         self.kinds = kinds
         self.overwrite = overwrite
         self.writer = TableWrite(file_io, table_path, schema)
+        opts = self.writer.options  # commit options are checked before anything is written
+        _ = (opts.commit_max_retries, opts.commit_min_retry_wait, opts.commit_max_retry_wait,
+             opts.commit_timeout)
         self.committer = FileStoreCommit(file_io, table_path, schema, commit_user)
         self.units: list[WriteUnit] = []
         self.messages: list[CommitMessage] = []
@@ -312,8 +315,8 @@ class WriteJob:
         after a randomized back-off (`commit.min-retry-wait` doubling up to
         `commit.max-retry-wait`, as Paimon's commit retries) so contenders fall out of step."""
         opts = self.writer.options
-        wait = opts.commit_min_retry_wait
         try:
+            wait = opts.commit_min_retry_wait
             while True:
                 try:
                     snap = self._commit_once()

@@ -222,27 +222,18 @@ class S3FileIO(FileIO):
 
     def read_bytes(self, path: str) -> bytes:
         """GET the whole object; missing key or bucket -> ``FileNotFoundError`` naming path."""
-        bucket, key = _file_key(path)
-        try:
-            resp = self.client.get_object(Bucket=bucket, Key=key)
-        except Exception as e:
-            if _is_not_found(e):
-                raise FileNotFoundError(f"file not found: {path}") from e
-            raise
-        body = resp["Body"]
-        try:
-            return body.read()
-        finally:
-            body.close()
+        return self._get(path)
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
         """A ranged GET of ``length`` bytes from ``offset``."""
         if length <= 0:
             return b""
+        return self._get(path, Range=f"bytes={offset}-{offset + length - 1}")
+
+    def _get(self, path: str, **extra: Any) -> bytes:
         bucket, key = _file_key(path)
         try:
-            resp = self.client.get_object(Bucket=bucket, Key=key,
-                                          Range=f"bytes={offset}-{offset + length - 1}")
+            resp = self.client.get_object(Bucket=bucket, Key=key, **extra)
         except Exception as e:
             if _is_not_found(e):
                 raise FileNotFoundError(f"file not found: {path}") from e

@@ -15,6 +15,7 @@ from lakeformat.operation.compact_levels import (
     create_unit,
     interval_partition,
     pick_full_compaction,
+    tie_ranks,
 )
 from lakeformat.options import CoreOptions
 from lakeformat.schema.types import int_
@@ -132,3 +133,21 @@ def test_key_comparator_orders_floats_like_java():
     enc = [to_avro_bytes([v], [double(False)]) for v in (-0.0, 0.0, float("nan"), 1.0)]
     assert cmp.compare(enc[0], enc[1]) < 0
     assert cmp.compare(enc[2], enc[3]) > 0
+
+
+def test_tie_ranks_follow_javas_sorted_run_order():
+    """The run Java's Levels lists first wins a tie: level 0 (newest first by max sequence
+    number, then smaller min sequence number, then older creation time, then file name), then
+    levels ascending; the files of one level >= 1 rank alike."""
+    top_a, top_b = meta(3, name="t1", max_seq=9), meta(3, name="t2", max_seq=50)
+    mid = meta(1, name="m", max_seq=80)
+    old0 = meta(0, name="z", max_seq=20, min_seq=11)
+    new0 = meta(0, name="y", max_seq=30, min_seq=21)
+    wide0 = meta(0, name="x", max_seq=30, min_seq=5)     # same max, smaller min: first in Java
+    early0 = meta(0, name="w", max_seq=20, min_seq=11, ctime=1)  # same seqs as old0, younger
+    files = [top_a, top_b, mid, old0, new0, wide0, early0]
+    ranks = dict(zip((f.file_name for f in files), tie_ranks(files).tolist()))
+    java_order = [f.file_name for r in Levels(files, 4, CMP).sorted_runs() for f in r.files]
+    assert java_order[:4] == ["x", "y", "z", "w"]
+    assert ranks["x"] > ranks["y"] > ranks["z"] > ranks["w"] > ranks["m"] > ranks["t1"]
+    assert ranks["t1"] == ranks["t2"]

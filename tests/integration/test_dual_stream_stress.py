@@ -57,13 +57,15 @@ def compactor(uri: str, options: dict[str, str], stop: Any, out: Any) -> None:
         t = open_table(uri, options)
         done = failed = 0
         n = 0
+        reasons: set[str] = set()
         while not stop.is_set():
             r = t.compact(full=n % 3 != 2)  # mostly full, sometimes minor
             done += len(r.snapshot_ids)
             failed += len(r.failed)
+            reasons |= {why.split(":")[-1].strip()[:100] for why in r.failed.values()}
             n += 1
             time.sleep(0.3)
-        out.put(("compactor", done, failed))
+        out.put(("compactor", done, failed, sorted(reasons)))
     except BaseException:
         out.put(("error", "compactor", traceback.format_exc()))
 
@@ -158,6 +160,7 @@ def test_column_owning_writers_with_compaction_and_expiry_lose_nothing(s3_wareho
     appends = sum(1 for s in t.snapshots() if s.commit_kind == "APPEND")
     print(f"\nrun {run}: {WRITERS * COMMITS} commits ({appends} APPEND snapshots retained), "
           f"{by['compactor'][1]} compaction snapshots ({by['compactor'][2]} partitions "
-          f"retried later), {rewrites} renumbered writes, {by['expirer'][1]} snapshots "
-          f"expired, {by['reader'][1]} reads checked ({by['reader'][2]} retried), "
+          f"left for the next run: {by['compactor'][3]}), {rewrites} renumbered writes, "
+          f"{by['expirer'][1]} snapshots expired, {by['reader'][1]} reads checked "
+          f"({by['reader'][2]} retried), "
           f"wrong cells: {wrong}")

@@ -122,6 +122,21 @@ def tie_ranks(files: Sequence[DataFileMeta]) -> np.ndarray:
     return ranks
 
 
+def may_tie(files: Sequence[DataFileMeta]) -> bool:
+    """Whether two records of one key in `files` can tie on sequence number: only if the
+    sequence ranges of two sorted runs overlap (a level >= 1 is one run: its files hold
+    distinct keys). lakeformat's writers never number so; without a possible tie the file
+    rank need not be sorted on."""
+    spans = [(f.min_sequence_number, f.max_sequence_number) for f in files if f.level == 0]
+    by_level: dict[int, tuple[int, int]] = {}
+    for f in files:
+        if f.level > 0:
+            lo, hi = by_level.get(f.level, (f.min_sequence_number, f.max_sequence_number))
+            by_level[f.level] = (min(lo, f.min_sequence_number), max(hi, f.max_sequence_number))
+    spans = sorted(spans + list(by_level.values()))
+    return any(b[0] <= a[1] for a, b in zip(spans, spans[1:]))
+
+
 class Levels:
     """A bucket's files by level; `num_levels` grows to hold the highest level present."""
 

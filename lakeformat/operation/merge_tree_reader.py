@@ -35,7 +35,7 @@ from lakeformat.merge.sort import (
     merge_permutation,
 )
 from lakeformat.meta.data_file_meta import DataFileMeta
-from lakeformat.operation.compact_levels import tie_ranks
+from lakeformat.operation.compact_levels import may_tie, tie_ranks
 from lakeformat.operation.read import iter_data_file
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
@@ -61,7 +61,7 @@ class _RunReader:
     trust the metadata to tell where a run ends: rows past it would be dropped silently)."""
 
     def __init__(self, files: Sequence[DataFileMeta], open_file, piece_bytes: int,
-                 ranks: dict[str, int]):
+                 ranks: dict[str, int] | None):
         self.files = list(files)
         self._ranks = ranks
         self.done = not self.files
@@ -92,6 +92,8 @@ class _RunReader:
                 continue
             if piece.num_rows:
                 self._rows += piece.num_rows
+                if self._ranks is None:
+                    return piece
                 rank = self._ranks[self._current.file_name]  # type: ignore[union-attr]
                 return piece.append_column(FILE_RANK, pa.array(
                     np.full(piece.num_rows, rank, dtype=np.int64)))
@@ -125,7 +127,8 @@ class MergeTreeReader:
         piece_bytes = max(MIN_PIECE_BYTES,
                           self.memory_budget // (BUDGET_COPIES * max(1, len(runs))))
         files = [f for r in runs for f in r]
-        ranks = dict(zip((f.file_name for f in files), tie_ranks(files).tolist()))
+        ranks = (dict(zip((f.file_name for f in files), tie_ranks(files).tolist()))
+                 if may_tie(files) else None)
         readers = [_RunReader(r, self._open, piece_bytes, ranks) for r in runs]
         top = np.array([changelog_level is not None and bool(r) and r[0].level == changelog_level
                         for r in runs])
@@ -151,9 +154,10 @@ class MergeTreeReader:
         concat = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         run_of_row = np.repeat(np.array(active, dtype=np.int64), sizes)
         n = concat.num_rows
+        ranked = FILE_RANK in concat.column_names
         perm = merge_permutation(concat, self.ctx.key_names, self.ctx.sequence_fields,
                                  self.ctx.sequence_ascending,
-                                 concat[FILE_RANK].to_numpy()).to_numpy()
+                                 concat[FILE_RANK].to_numpy() if ranked else None).to_numpy()
         groups = key_groups(concat.select(self.ctx.key_names).take(pa.array(perm)),
                             self.ctx.key_names)
         if bounded:
@@ -171,7 +175,7 @@ class MergeTreeReader:
             pending[i] = concat.take(pa.array(sel)) if len(sel) else None
         emit = perm[:cut]
         sub = KeyGroups(groups.starts[:ngroups], groups.ends[:ngroups])
-        records = concat.drop_columns([FILE_RANK])  # engines see only the record columns
+        records = concat.drop_columns([FILE_RANK]) if ranked else concat  # engines: records only
         merged = self.merge(records, emit, sub).select(self.names)
         log = None
         if changelog:

@@ -21,7 +21,7 @@ from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import is_retract
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.meta.snapshot import Snapshot
-from lakeformat.operation.compact_levels import tie_ranks
+from lakeformat.operation.compact_levels import may_tie, tie_ranks
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.predicate import (
     Filter,
@@ -100,7 +100,9 @@ class TableRead:
             merged = tables[0]
         else:
             # ties on sequence number are broken by the files' ranks, as compaction does
-            ranks = np.repeat(tie_ranks(split.files), [t.num_rows for t in tables])
+            ranks = None
+            if may_tie(split.files):
+                ranks = np.repeat(tie_ranks(split.files), [t.num_rows for t in tables])
             merged = self.merge(pa.concat_tables(tables), ranks)
         return drop_retracts(merged).select(read_cols)
 

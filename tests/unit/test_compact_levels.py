@@ -14,6 +14,7 @@ from lakeformat.operation.compact_levels import (
     UniversalCompaction,
     create_unit,
     interval_partition,
+    may_tie,
     pick_full_compaction,
     tie_ranks,
 )
@@ -151,3 +152,13 @@ def test_tie_ranks_follow_javas_sorted_run_order():
     assert java_order[:4] == ["x", "y", "z", "w"]
     assert ranks["x"] > ranks["y"] > ranks["z"] > ranks["w"] > ranks["m"] > ranks["t1"]
     assert ranks["t1"] == ranks["t2"]
+
+
+def test_may_tie_only_when_two_runs_share_sequence_numbers():
+    top = [meta(3, lo=0, hi=4, min_seq=0, max_seq=90), meta(3, lo=5, hi=9, min_seq=3, max_seq=99)]
+    assert not may_tie(top)  # one level: distinct keys
+    assert not may_tie(top + [meta(0, min_seq=100, max_seq=120), meta(0, min_seq=121,
+                                                                       max_seq=130)])
+    assert may_tie(top + [meta(0, min_seq=99, max_seq=120)])
+    assert may_tie([meta(0, min_seq=5, max_seq=9), meta(0, min_seq=9, max_seq=12)])
+    assert may_tie([meta(1, min_seq=0, max_seq=50), meta(2, min_seq=40, max_seq=45)])

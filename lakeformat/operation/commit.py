@@ -75,7 +75,7 @@ class SequenceBase:
     there in the base snapshot, -1 for none; more after a renumbering). A record committed by
     anyone else since, numbered above it, would tie with or outrank this write's records."""
 
-    snapshot_id: int | None
+    snapshot: tuple | None  # `snapshot_identity` of the base (None: the table was empty)
     max_sequence: dict[tuple[bytes, int], int]
 
 
@@ -85,12 +85,13 @@ class SequenceConflict(CommitConflictError):
     number now live there; `snapshot_id` is the snapshot that was checked."""
 
     def __init__(self, table_path: str, buckets: dict[tuple[bytes, int], int],
-                 snapshot_id: int | None):
+                 snapshot: Snapshot | None):
+        snapshot_id = snapshot.id if snapshot else None
         super().__init__(f"{table_path}: other commits wrote to {len(buckets)} bucket(s) of this "
                          f"write after its base snapshot (now {snapshot_id}); its records must be "
                          "renumbered")
         self.buckets = buckets
-        self.snapshot_id = snapshot_id
+        self.snapshot = snapshot
 
 
 class FileStoreCommit:
@@ -143,7 +144,7 @@ class FileStoreCommit:
             seen_latest = latest.id if latest else None
             entries = list(base_entries)
             guard = (sequence_base is not None and not overwrite
-                     and seen_latest != sequence_base.snapshot_id)
+                     and snapshot_identity(latest) != sequence_base.snapshot)
             if guard or overwrite or kind == "COMPACT" or any(e.kind == DELETE
                                                               for e in entries):
                 live = self.scan.live_entries(latest)
@@ -152,7 +153,7 @@ class FileStoreCommit:
                                                       overwrite_all) + entries
                 self._check(live, entries, kind)
                 if guard:
-                    check_sequence_base(live, sequence_base, seen_latest,  # type: ignore[arg-type]
+                    check_sequence_base(live, sequence_base, latest,  # type: ignore[arg-type]
                                         self.table_path)
                 if kind == "COMPACT":
                     check_lsm_overlap(live, entries, self.schema, self.table_path)
@@ -366,8 +367,13 @@ def check_lsm_overlap(live: Sequence[ManifestEntry], entries: Sequence[ManifestE
                     "run the compaction again")
 
 
-def check_sequence_base(live: Sequence[ManifestEntry], base: SequenceBase, latest_id: int | None,
-                        table_path: str) -> None:
+def snapshot_identity(snap: Snapshot | None) -> tuple | None:
+    """What tells two snapshots apart even when a rollback reused an id."""
+    return None if snap is None else (snap.id, snap.time_millis, snap.commit_user, snap.uuid)
+
+
+def check_sequence_base(live: Sequence[ManifestEntry], base: SequenceBase,
+                        latest: Snapshot | None, table_path: str) -> None:
     """Raise `SequenceConflict` for the buckets of `base` where records numbered above the
     write's start are live now (another commit wrote there meanwhile)."""
     wanted = base.max_sequence
@@ -378,7 +384,7 @@ def check_sequence_base(live: Sequence[ManifestEntry], base: SequenceBase, lates
             now[key] = max(now.get(key, -1), e.file.max_sequence_number)
     moved = {k: v for k, v in now.items() if v > wanted[k]}
     if moved:
-        raise SequenceConflict(table_path, moved, latest_id)
+        raise SequenceConflict(table_path, moved, latest)
 
 
 def check_compaction_ties(live: Sequence[ManifestEntry], messages: Sequence[CommitMessage],

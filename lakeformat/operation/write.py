@@ -46,6 +46,7 @@ from lakeformat.operation.commit import (
     FileStoreCommit,
     SequenceBase,
     SequenceConflict,
+    snapshot_identity,
 )
 from lakeformat.operation.conform import conform
 from lakeformat.operation.paths import PathFactory
@@ -297,7 +298,7 @@ class WriteJob:
     def prepare(self) -> list[WriteUnit]:
         latest = self.committer.snapshots.latest_snapshot()
         self.units = self.writer.prepare(self.data, self.kinds, latest)
-        self.base = SequenceBase(latest.id if latest else None,
+        self.base = SequenceBase(snapshot_identity(latest),
                                  {(u.partition, u.bucket): u.max_sequence_number
                                   for u in self.units})
         return self.units
@@ -359,8 +360,7 @@ class WriteJob:
         latest = self.committer.snapshots.latest_snapshot()
         state = self.writer._bucket_state(latest)
         buckets = {k: max(v, state.get(k, (None, -1))[1]) for k, v in conflict.buckets.items()}
-        return SequenceConflict(self.writer.table_path, buckets,
-                                latest.id if latest else None)
+        return SequenceConflict(self.writer.table_path, buckets, latest)
 
     def _renumber(self, conflict: SequenceConflict) -> None:
         """Execute the units of the conflicting buckets again, numbered RENUMBER_GAP past the
@@ -379,7 +379,8 @@ class WriteJob:
         self.units = [u for u in self.units if (u.partition, u.bucket) not in redo] + new_units
         self.writer.remove_files(old_messages, old_units)
         # the check stays "nothing live at or above our first number"
-        self.base = SequenceBase(conflict.snapshot_id, {**self.base.max_sequence, **redo})
+        self.base = SequenceBase(snapshot_identity(conflict.snapshot),
+                                 {**self.base.max_sequence, **redo})
         self.rewrites += 1
 
 

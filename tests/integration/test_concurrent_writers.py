@@ -307,3 +307,20 @@ def test_full_compaction_changelog_agrees_with_reads_under_ties(catalog):
     final = {r["id"]: {k: r[k] for k in ("id", "a", "b")}
              for r in log if r["_VALUE_KIND"] in (0, 2)}  # +I / +U: the new rows
     assert [final[k] for k in sorted(final)] == before
+
+
+def test_write_prepared_before_a_rollback_still_lands_last(catalog):
+    """B prepares on snapshot 2; the table is rolled back to 1 and C commits a new snapshot 2
+    numbering more records; B's base id equals the latest id, but it is another snapshot, so
+    B is checked (and renumbered): B, the last commit, wins."""
+    t = make_table(catalog, "deduplicate", {"bucket": "1"})
+    t.write(pa.Table.from_pylist(batch(range(10), 0, "w0"), SCHEMA))
+    t.write(pa.Table.from_pylist(batch(range(5), 1, "a"), SCHEMA))
+    b = job(t, batch([9], 3, "b"))
+    b.prepare()
+    b.execute()
+    t.rollback_to(1)
+    t.write(pa.Table.from_pylist(batch(range(10), 2, "c"), SCHEMA))
+    assert t.latest_snapshot().id == 2
+    assert b.commit().rewrites == 1
+    assert rows_of(t) == batch(range(9), 2, "c") + batch([9], 3, "b")

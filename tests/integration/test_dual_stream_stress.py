@@ -94,7 +94,9 @@ def reader(uri: str, options: dict[str, str], stop: Any, out: Any) -> None:
             try:
                 rows = t.read().to_pylist()
             except (FileNotFoundError, lf.LakeformatError) as e:
-                if "not" not in str(e) and "missing" not in str(e):
+                gone = isinstance(e, FileNotFoundError) or any(
+                    s in str(e) for s in ("FileNotFoundError", "not found", "does not exist"))
+                if not gone:  # only a file an expiry removed mid-read is retried
                     raise
                 retried += 1
                 continue

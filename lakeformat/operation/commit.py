@@ -109,6 +109,9 @@ class FileStoreCommit:
         self.manifest_file = ManifestFile(file_io, table_path, partition_types, schema.options)
         self.manifest_list = ManifestList(file_io, table_path, schema.options)
         self._keep_attempt_files = False
+        #: id of a snapshot whose publish failed and read back absent (it could still land)
+        self.ambiguous_publish: int | None = None
+        self._ambiguous_uuid: str | None = None
 
     # -- public --------------------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], kind: str = "APPEND",
@@ -141,6 +144,7 @@ class FileStoreCommit:
                 landed = self._find_landed(seen_latest, latest, kind)
                 if landed is not None:
                     return landed
+                self._settle_ambiguous(latest)
             seen_latest = latest.id if latest else None
             entries = list(base_entries)
             guard = (sequence_base is not None and not overwrite
@@ -295,8 +299,20 @@ class FileStoreCommit:
                 # absent now, but a request still in flight could land later: keep this
                 # attempt's files (orphan cleanup removes them) and let the caller retry
                 self._keep_attempt_files = True
+                self.ambiguous_publish, self._ambiguous_uuid = snap.id, snap.uuid
                 return False
             return landed
+
+    def _settle_ambiguous(self, latest: Snapshot | None) -> None:
+        """A failed publish of id K can never land once another snapshot holds K."""
+        k = self.ambiguous_publish
+        if k is None or latest is None or latest.id < k:
+            return
+        try:
+            if self.snapshots.snapshot(k).uuid != self._ambiguous_uuid:
+                self.ambiguous_publish = None
+        except Exception:
+            pass  # cannot tell: stay ambiguous
 
     def _read_back(self, snap: Snapshot, path: str, error: Exception) -> bool | None:
         """Whether `snap` landed at `path` (None: nothing there). Raises
@@ -393,16 +409,19 @@ def check_compaction_ties(live: Sequence[ManifestEntry], messages: Sequence[Comm
     file that is not one of its inputs) whose sequence range overlaps the inputs' could hold a
     record tied with one the compaction merged; the tie would then be broken differently than
     before (level 0 wins over the output level), so the compaction must be redone."""
+    wanted = {(m.partition, m.bucket) for m in messages if m.deleted_files}
+    level0: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    for e in live:
+        if e.file.level == 0 and (e.partition, e.bucket) in wanted:
+            level0.setdefault((e.partition, e.bucket), []).append(e.file)
     for m in messages:
         if not m.deleted_files:
             continue
         inputs = {f.file_name for f in m.deleted_files}
         lo = min(f.min_sequence_number for f in m.deleted_files)
         hi = max(f.max_sequence_number for f in m.deleted_files)
-        for e in live:
-            f = e.file
-            if (e.partition == m.partition and e.bucket == m.bucket and f.level == 0
-                    and f.file_name not in inputs and f.min_sequence_number <= hi
+        for f in level0.get((m.partition, m.bucket), ()):
+            if (f.file_name not in inputs and f.min_sequence_number <= hi
                     and f.max_sequence_number >= lo):
                 raise CommitConflictError(
                     f"{table_path}: {f.file_name} was added to bucket {m.bucket} during the "

@@ -431,6 +431,7 @@ def _commit_group(file_io: FileIO, table_path: str, schema: TableSchema,
         snap = commit.commit([o.message for o in outcomes], kind="COMPACT")
         return outcomes, ([snap.id] if snap is not None else [])
     except CommitConflictError as e:
+        _unless_ambiguous(commit, e)
         partitions = list(dict.fromkeys(o.task.partition for o in outcomes))
         if len(partitions) > 1:
             done: list[CompactOutcome] = []
@@ -446,6 +447,7 @@ def _commit_group(file_io: FileIO, table_path: str, schema: TableSchema,
     except CommitFailedError as e:
         if _landed(commit, since):
             return outcomes, []
+        _unless_ambiguous(commit, e)
         reason = str(e)
     except CommitOutcomeUnknownError:
         raise  # the snapshot may reference the outputs: delete nothing
@@ -457,6 +459,16 @@ def _commit_group(file_io: FileIO, table_path: str, schema: TableSchema,
         remove_outputs(executor, outcomes)
     failed[partition_name(keys, outcomes[0].task.partition_values)] = reason
     return [], []
+
+
+def _unless_ambiguous(commit: FileStoreCommit, error: Exception) -> None:
+    """A publish of this commit failed but could still land: keep the outputs, say so."""
+    if commit.ambiguous_publish is not None:
+        raise CommitOutcomeUnknownError(
+            f"compaction commit stopped ({error}) after publishing snapshot "
+            f"{commit.ambiguous_publish} failed in a way that may still land; its files were "
+            "kept (remove_orphan_files removes them if it never lands)",
+            snapshot_id=commit.ambiguous_publish, commit_user=commit.commit_user) from error
 
 
 def _landed(commit: FileStoreCommit, since: int | None) -> bool:

@@ -55,7 +55,8 @@ from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.storage import FileIO
 
-#: how far past a bucket's largest live sequence number a renumbered write starts
+#: how far past a bucket's largest live sequence number a renumbered write starts (doubled
+#: with each renumbering of the same write)
 RENUMBER_GAP = 1 << 20
 
 ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
@@ -323,6 +324,7 @@ class WriteJob:
                     snap = self._commit_once()
                     return WriteOutcome(snap, self.rewrites)
                 except SequenceConflict as conflict:
+                    self._unless_ambiguous(conflict)
                     if self.rewrites >= opts.commit_max_retries:
                         raise CommitFailedError(
                             f"commit to {self.writer.table_path} gave up after renumbering "
@@ -333,9 +335,24 @@ class WriteJob:
                     self._renumber(self._fresh(conflict))
         except CommitOutcomeUnknownError:
             raise  # the snapshot may reference our files: keep them
-        except BaseException:
+        except BaseException as error:
+            self._unless_ambiguous(error)
             self.abort()
             raise
+
+    def _unless_ambiguous(self, error: BaseException) -> None:
+        """After a publish whose request failed (the snapshot was absent when read back, but
+        the request could still land), this job's files may be referenced by a snapshot yet
+        to appear: instead of deleting or rewriting them, end with CommitOutcomeUnknownError."""
+        ambiguous = self.committer.ambiguous_publish
+        if ambiguous is not None:
+            raise CommitOutcomeUnknownError(
+                f"commit to {self.writer.table_path} stopped ({error}) after publishing snapshot "
+                f"{ambiguous} failed in a way that may still land; nothing was deleted. If "
+                f"snapshot {ambiguous} appears with commitUser {self.committer.commit_user} the "
+                "write landed; otherwise run it again (remove_orphan_files removes the files "
+                "it left)", snapshot_id=ambiguous, commit_user=self.committer.commit_user
+            ) from error
 
     def run(self) -> WriteOutcome:
         self.prepare()
@@ -355,20 +372,29 @@ class WriteJob:
         return self.committer.commit(self.messages, sequence_base=self.base)
 
     def _fresh(self, conflict: SequenceConflict) -> SequenceConflict:
-        """The conflict as of the latest snapshot now (others may have landed during the
-        back-off): renumbering against it avoids an immediate second conflict."""
+        """The conflict as of the latest snapshot now, over EVERY bucket of the job: others
+        may have landed during the back-off, in these buckets or in others; the new base is
+        that snapshot, so each bucket where records now live above its start is renumbered."""
+        assert self.base is not None
         latest = self.committer.snapshots.latest_snapshot()
         state = self.writer._bucket_state(latest)
-        buckets = {k: max(v, state.get(k, (None, -1))[1]) for k, v in conflict.buckets.items()}
+        buckets = {}
+        for key, start in self.base.max_sequence.items():
+            now = max(state.get(key, (None, -1))[1], conflict.buckets.get(key, -1))
+            if now > start:
+                buckets[key] = now
         return SequenceConflict(self.writer.table_path, buckets, latest)
 
     def _renumber(self, conflict: SequenceConflict) -> None:
-        """Execute the units of the conflicting buckets again, numbered RENUMBER_GAP past the
-        largest sequence number now live there; the files written first for them are deleted
-        once the new ones exist. The gap lets writers that prepared before this renumbering
-        (their numbers stay below ours) commit first without forcing yet another one."""
+        """Execute the units of the conflicting buckets again, numbered a gap past the largest
+        sequence number now live there; the files written first for them are deleted once the
+        new ones exist. The gap lets writers that prepared before this renumbering (their
+        numbers stay below ours) commit first without forcing yet another one; it doubles with
+        every renumbering, so among writers renumbering at once the one that has waited
+        longest jumps highest and lands (no leapfrogging livelock)."""
         assert self.base is not None
-        redo = {k: v + RENUMBER_GAP for k, v in conflict.buckets.items()}
+        gap = RENUMBER_GAP << min(self.rewrites, 24)
+        redo = {k: v + gap for k, v in conflict.buckets.items()}
         old_units = [u for u in self.units if (u.partition, u.bucket) in redo]
         new_units = [dataclasses.replace(u, max_sequence_number=redo[(u.partition, u.bucket)])
                      for u in old_units]

@@ -71,11 +71,18 @@ def can_fail(src: DataType, dst: DataType) -> bool:
     return _leaf_can_fail(src, dst)
 
 
+#: decimal digits of the largest value of each source type
+_DIGITS = {"BOOLEAN": 1, "TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 19}
+
+
 def _leaf_can_fail(src: DataType, dst: DataType) -> bool:
     s, d = src.root, dst.root
     if s in _STRINGS:
         return d in (*_INTEGERS, "FLOAT", "DOUBLE", "BOOLEAN", "DATE")
-    return d == "DECIMAL" and s in (*_INTEGERS, "BOOLEAN")
+    if d == "DECIMAL" and s in _DIGITS:
+        # only a decimal with fewer integer digits than the source's largest value can overflow
+        return (dst.precision or 10) - (dst.scale or 0) < _DIGITS[s]
+    return False
 
 
 def checked_cast(col: pa.Array | pa.ChunkedArray, src: DataType, dst: DataType

@@ -83,3 +83,20 @@ def test_old_schema_file_committed_after_the_check_fails_clearly(catalog):
         t.read()
     with pytest.raises(lf.SchemaMismatchError, match=pattern):
         t.compact(full=True)
+
+
+def test_integer_to_a_decimal_wide_enough_never_fails(local_catalog):
+    """BIGINT fits DECIMAL(38, 0) (and INT fits DECIMAL(12, 2)) whatever the values: no check
+    and no overflow inside the check itself."""
+    import pyarrow as pa
+
+    from lakeformat import SchemaChange as SC
+
+    s = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int64()), ("w", pa.int32())])
+    t = local_catalog.create_table("db.wide", s, primary_keys=["id"], options={"bucket": "1"})
+    t.write(pa.table({"id": [1, 2], "v": [5, -(2**63)], "w": [7, None]}, schema=s))
+    t.alter([SC.update_column_type("v", "DECIMAL(38, 0)"),
+             SC.update_column_type("w", "DECIMAL(12, 2)")])
+    rows = sorted(t.read().to_pylist(), key=lambda r: r["id"])
+    assert [(str(r["v"]), None if r["w"] is None else str(r["w"])) for r in rows] == [
+        ("5", "7.00"), (str(-(2**63)), None)]

@@ -324,3 +324,41 @@ def test_write_prepared_before_a_rollback_still_lands_last(catalog):
     assert t.latest_snapshot().id == 2
     assert b.commit().rewrites == 1
     assert rows_of(t) == batch(range(9), 2, "c") + batch([9], 3, "b")
+
+
+def test_commit_landing_in_another_bucket_during_the_back_off_is_checked(catalog, monkeypatch):
+    """A conflicts in bucket X (B wrote there); while A backs off, C writes to A's other
+    bucket Y. A's renumbering must cover Y too, or A's records there tie with C's and A —
+    the last commit — loses."""
+    t = make_table(catalog, "deduplicate")
+    t.write(pa.Table.from_pylist(batch(range(20), 0, "w0"), SCHEMA))
+    bucket_of = {}
+    for i in range(20):
+        j = job(t, batch([i], 0, "probe"))
+        j.prepare()
+        bucket_of[i] = j.units[0].bucket
+    x = [i for i in range(20) if bucket_of[i] == 0]
+    y = [i for i in range(20) if bucket_of[i] == 1]
+    a_ids = sorted(x + y[:1])  # one key in Y: C's file there outnumbers A's
+    a = job(t, batch(a_ids, 1, "a"))
+    a.prepare()
+    a.execute()
+    t.write(pa.Table.from_pylist(batch(x, 2, "b"), SCHEMA))  # B: bucket X only
+    import lakeformat.operation.write as write_module
+
+    real_sleep = write_module.time.sleep
+    c_rows = batch(y, 3, "c")
+
+    def sleep_while_c_commits(seconds: float) -> None:
+        if c_rows:
+            t.write(pa.Table.from_pylist(c_rows, SCHEMA))  # C: bucket Y, during A's back-off
+            c_rows.clear()
+        real_sleep(seconds)
+
+    monkeypatch.setattr(write_module.time, "sleep", sleep_while_c_commits)
+    assert a.commit().snapshot is not None
+    assert not c_rows  # C did land during the back-off
+    want = sorted(batch(a_ids, 1, "a") + batch(y[1:], 3, "c"), key=lambda r: r["id"])
+    assert rows_of(t) == want
+    compact_full(t)
+    assert rows_of(t) == want

@@ -20,6 +20,7 @@ class FlakyFileIO(LocalFileIO):
         self.armed = False
         self.read_failures = read_failures
         self.failing_reads = 0
+        self.meanwhile = None  # run after a failed publish (another writer committing)
 
     def write_if_absent(self, path: str, data: bytes) -> bool:
         if self.armed and "/snapshot/snapshot-" in path:
@@ -27,6 +28,8 @@ class FlakyFileIO(LocalFileIO):
             self.failing_reads = self.read_failures
             if self.land:
                 super().write_if_absent(path, data)
+            if self.meanwhile is not None:
+                self.meanwhile()
             raise ConnectionError("connection reset while publishing")
         return super().write_if_absent(path, data)
 
@@ -126,3 +129,39 @@ def test_deleting_a_file_that_is_no_longer_live_is_a_conflict(tmp_path):
     with pytest.raises(lf.CommitConflictError, match=old["file_name"]):
         commit.commit([msg], kind="COMPACT")
     assert [s.id for s in t.snapshots()] == [1, 2]
+
+
+def test_publish_whose_id_another_writer_took_is_settled_and_renumbered(tmp_path):
+    """The publish failed and another writer then holds that snapshot id: ours can never
+    land there, so the write renumbers (the other writer wrote the same bucket) and lands."""
+    io, t = make(tmp_path, land=False)
+    t.write(pa.table({"id": [0], "v": ["z"]}))
+    other = lf.Catalog(str(tmp_path / "wh")).get_table("db.t")
+    io.meanwhile = lambda: other.write(pa.table({"id": [1], "v": ["other"]}))
+    io.armed = True
+    res = t.write(pa.table({"id": [1], "v": ["ours"]}))
+    assert res.snapshot_id == 3 and res.rewrites == 1
+    assert sorted(t.read().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 0, "v": "z"}, {"id": 1, "v": "ours"}]
+
+
+def test_write_giving_up_after_a_publish_that_may_still_land_deletes_nothing(tmp_path):
+    """Every publish fails and reads back absent: the write gives up, but a request could still
+    land, so the error is CommitOutcomeUnknownError and every file is kept."""
+    io, t = make(tmp_path, land=False)
+    t.alter(lf.SchemaChange.set_option("commit.max-retries", "1"))
+    t.write(pa.table({"id": [0], "v": ["z"]}))
+    before = {s.path for s in io.list_recursive(t.path)}
+
+    def fail_again() -> None:
+        io.armed = True
+
+    io.meanwhile = fail_again
+    io.armed = True
+    with pytest.raises(lf.CommitOutcomeUnknownError, match="nothing was deleted"):
+        t.write(pa.table({"id": [1], "v": ["a"]}))
+    io.meanwhile = None
+    io.armed = False
+    after = {s.path for s in io.list_recursive(t.path)}
+    assert before < after and any(p.endswith(".parquet") for p in after - before)
+    assert [s.id for s in t.snapshots()] == [1]

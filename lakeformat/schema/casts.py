@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeformat.errors import UnsupportedError
-from lakeformat.schema.checked_casts import checked_cast
+from lakeformat.schema.checked_casts import checked_cast, leaf_pairs
 from lakeformat.schema.types import MAX_LENGTH, DataType, to_arrow
 
 INTEGERS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
@@ -125,17 +125,7 @@ def check_value_cast(src: DataType, dst: DataType, column: str) -> None:
 
 
 def _can_cast(src: DataType, dst: DataType) -> bool:
-    if src.copy(True) == dst.copy(True):
-        return True
-    if src.root in ("ARRAY", "MULTISET") and dst.root == src.root:
-        return _can_cast(src.element, dst.element)  # type: ignore[arg-type]
-    if src.root == "MAP" and dst.root == "MAP":
-        return (_can_cast(src.key, dst.key)  # type: ignore[arg-type]
-                and _can_cast(src.value, dst.value))  # type: ignore[arg-type]
-    if src.root == "ROW" and dst.root == "ROW":
-        by_id = {f.id: f for f in src.fields}
-        return all(f.id not in by_id or _can_cast(by_id[f.id].type, f.type) for f in dst.fields)
-    return _pair_supported(src, dst)
+    return all(_pair_supported(a, b) for a, b in leaf_pairs(src, dst))
 
 
 def cast_values(col: pa.Array | pa.ChunkedArray, src: DataType, dst: DataType

@@ -21,6 +21,8 @@ column and the file.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -56,19 +58,28 @@ class ValueCastError(SchemaMismatchError):
                               file or self.file)
 
 
+def leaf_pairs(src: DataType, dst: DataType) -> Iterator[tuple[DataType, DataType]]:
+    """The (stored, read) leaf type pairs a change from `src` to `dst` converts: inside
+    ARRAY/MULTISET/MAP by position, inside ROW by field id; equal types convert nothing."""
+    if src.copy(True) == dst.copy(True):
+        return
+    if src.root in ("ARRAY", "MULTISET") and dst.root == src.root:
+        yield from leaf_pairs(src.element, dst.element)  # type: ignore[arg-type]
+    elif src.root == "MAP" and dst.root == "MAP":
+        yield from leaf_pairs(src.key, dst.key)  # type: ignore[arg-type]
+        yield from leaf_pairs(src.value, dst.value)  # type: ignore[arg-type]
+    elif src.root == "ROW" and dst.root == "ROW":
+        by_id = {f.id: f for f in src.fields}
+        for f in dst.fields:
+            if f.id in by_id:
+                yield from leaf_pairs(by_id[f.id].type, f.type)
+    else:
+        yield src, dst
+
+
 def can_fail(src: DataType, dst: DataType) -> bool:
     """Whether converting stored `src` values to `dst` can fail on some value."""
-    if src.copy(True) == dst.copy(True):
-        return False
-    if src.root in ("ARRAY", "MULTISET") and dst.root == src.root:
-        return can_fail(src.element, dst.element)  # type: ignore[arg-type]
-    if src.root == "MAP" and dst.root == "MAP":
-        return (can_fail(src.key, dst.key)  # type: ignore[arg-type]
-                or can_fail(src.value, dst.value))  # type: ignore[arg-type]
-    if src.root == "ROW" and dst.root == "ROW":
-        by_id = {f.id: f for f in src.fields}
-        return any(f.id in by_id and can_fail(by_id[f.id].type, f.type) for f in dst.fields)
-    return _leaf_can_fail(src, dst)
+    return any(_leaf_can_fail(a, b) for a, b in leaf_pairs(src, dst))
 
 
 #: decimal digits of the largest value of each source type

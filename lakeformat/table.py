@@ -55,6 +55,12 @@ def validate_table_schema(schema: TableSchema) -> None:
     check_merge_options(schema)
 
 
+def _positive_int(table: str, arg: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value <= 0:
+        raise InvalidOptionError(f"compact of {table}: {arg} must be a positive integer, "
+                                 f"got {value!r}")
+
+
 class Table:
     def __init__(self, name: str, path: str, file_io: FileIO):
         self.name = name
@@ -114,6 +120,7 @@ class Table:
 
     def files(self, snapshot_id: int | None = None, tag: str | None = None) -> list[dict[str, Any]]:
         """Live data files of a snapshot (latest by default), one dict per file."""
+        self.refresh()
         snap = self._resolve_snapshot(snapshot_id, tag)
         schema = self._schema_of(snap, snapshot_id is not None or tag is not None)
         scan = FileStoreScan(self.file_io, self.path, schema)
@@ -159,7 +166,7 @@ class Table:
         """The latest schema for a read of the table as it is now; a past snapshot's or tag's
         own schema for time travel (as Paimon reads)."""
         if not time_travel or snap is None:
-            return self.refresh()._schema
+            return self._schema  # callers refresh first
         return self.schema_manager.schema(snap.schema_id)
 
     # -- read ------------------------------------------------------------------------------------
@@ -366,12 +373,9 @@ class Table:
             select_partitions,
         )
 
-        for arg, value in (("workers", workers), ("partitions_per_commit",
-                                                  partitions_per_commit)):
-            if (value is not None or arg != "workers") and (
-                    isinstance(value, bool) or not isinstance(value, Integral) or value <= 0):
-                raise InvalidOptionError(f"compact of {self.name}: {arg} must be a positive "
-                                         f"integer, got {value!r}")
+        if workers is not None:
+            _positive_int(self.name, "workers", workers)
+        _positive_int(self.name, "partitions_per_commit", partitions_per_commit)
         self.refresh()
         schema = self._schema
         return compact_table(

@@ -12,20 +12,17 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from lakeformat.data.kv_file import read_kv_file
 from lakeformat.errors import SchemaMismatchError
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import ManifestEntry
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.paths import PathFactory
-from lakeformat.operation.read import _format_of
+from lakeformat.operation.read import read_data_file
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.options import CoreOptions
 from lakeformat.schema.checked_casts import ValueCastError, can_fail
-from lakeformat.schema.projection import evolve_column
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
-from lakeformat.schema.types import DataField
 from lakeformat.storage import FileIO
 
 
@@ -47,24 +44,16 @@ def check_stored_values(file_io: FileIO, table_path: str, table_name: str, old: 
     def check(entry: ManifestEntry) -> None:
         meta = entry.file
         file_schema = old if meta.schema_id == old.id else schema_manager.schema(meta.schema_id)
-        stored = {f.id: f for f in file_schema.fields}
-        pairs: list[tuple[DataField, DataField]] = [
-            (stored[f.id], f) for f in changed
-            if f.id in stored and can_fail(stored[f.id].type, f.type)]
-        if not pairs:
+        stored = {f.id: f.type for f in file_schema.fields}
+        columns = [f.name for f in changed if f.id in stored and can_fail(stored[f.id], f.type)]
+        if not columns:
             return
         path = paths.data_file(from_avro_bytes(entry.partition, part_types), entry.bucket, meta)
-        table = read_kv_file(file_io, path, _format_of(meta.file_name, default_format),
-                             columns=[src.name for src, _ in pairs], schema=file_schema,
-                             expect=meta)
-        for src, dst in pairs:
-            try:
-                evolve_column(table[src.name], src.type, dst.type)
-            except ValueCastError as e:
-                raise SchemaMismatchError(
-                    f"{table_name}: schema change refused: "
-                    f"{e.within(column=dst.name, file=path)}; fix or delete the rows holding "
-                    "it first") from None
+        try:  # reading the file under the new schema converts its values as every read will
+            read_data_file(file_io, path, meta, new, schema_manager, columns, default_format)
+        except ValueCastError as e:
+            raise SchemaMismatchError(f"{table_name}: schema change refused: {e}; fix or "
+                                      "delete the rows holding it first") from None
 
     entries = list(scan.live_entries(snapshot))
     workers = min(len(entries), os.cpu_count() or 2)

@@ -108,7 +108,6 @@ class FileStoreCommit:
         partition_types = [f.type for f in schema.partition_fields()]
         self.manifest_file = ManifestFile(file_io, table_path, partition_types, schema.options)
         self.manifest_list = ManifestList(file_io, table_path, schema.options)
-        self._keep_attempt_files = False
         #: id of a snapshot whose publish failed and read back absent (it could still land)
         self.ambiguous_publish: int | None = None
         self._ambiguous_uuid: str | None = None
@@ -270,21 +269,25 @@ class FileStoreCommit:
                 watermark=latest.watermark if latest else None,
                 uuid=str(uuidlib.uuid4()), writer_version=WRITER_VERSION,
             )
-            if self._publish(snap):
+            landed = self._publish(snap)
+            if landed:
                 return snap
         except CommitOutcomeUnknownError:
             raise  # the snapshot may reference these files: delete nothing
         except BaseException:
             self._cleanup(written_manifests, written_lists)
             raise
-        if self._keep_attempt_files:
-            self._keep_attempt_files = False
+        if landed is None:
+            # absent now, but the failed request could still land: keep this attempt's files
+            # (orphan cleanup removes them) and let the caller retry
+            self.ambiguous_publish, self._ambiguous_uuid = snap.id, snap.uuid
         else:
             self._cleanup(written_manifests, written_lists)
         return None
 
-    def _publish(self, snap: Snapshot) -> bool:
-        """Write-if-absent of the snapshot file. True: ours landed; False: the id was taken.
+    def _publish(self, snap: Snapshot) -> bool | None:
+        """Write-if-absent of the snapshot file. True: ours landed; False: the id was taken;
+        None: the request failed and nothing is there yet, but it could still land.
 
         A failed request may still have landed: the snapshot is read back (a few times) and
         its uuid decides. If that cannot be read either, the outcome is unknown and
@@ -294,14 +297,7 @@ class FileStoreCommit:
         try:
             return self.file_io.write_if_absent(path, snap.to_json().encode())
         except Exception as error:
-            landed = self._read_back(snap, path, error)
-            if landed is None:
-                # absent now, but a request still in flight could land later: keep this
-                # attempt's files (orphan cleanup removes them) and let the caller retry
-                self._keep_attempt_files = True
-                self.ambiguous_publish, self._ambiguous_uuid = snap.id, snap.uuid
-                return False
-            return landed
+            return self._read_back(snap, path, error)
 
     def _settle_ambiguous(self, latest: Snapshot | None) -> None:
         """A failed publish of id K can never land once another snapshot holds K."""

@@ -4,55 +4,117 @@ from __future__ import annotations
 
 
 class LakeformatError(Exception):
-    """Base class of every error lakeformat raises on purpose."""
+    """Base class of every error lakeformat raises on purpose. Never raised itself: callers
+    branch on the subclasses (see the README's table of which are worth a retry)."""
 
 
-class UnsupportedError(LakeformatError):
-    """A table option, type or file layout lakeformat does not handle (fail closed)."""
+# -- the caller asked for something that is not there ------------------------------------------
+class NotFoundError(LakeformatError, LookupError):
+    """A database, table, snapshot, tag or column that does not exist."""
 
 
-class SchemaMismatchError(LakeformatError, ValueError):
-    """Input data whose columns or types do not match the table."""
+class DatabaseNotFoundError(NotFoundError, KeyError):
+    pass
 
 
-class InvalidIdentifierError(LakeformatError, ValueError):
+class TableNotFoundError(NotFoundError, KeyError):
+    pass
+
+
+class SnapshotNotFoundError(NotFoundError):
+    """A snapshot id that was never written or has expired."""
+
+
+class TagNotFoundError(NotFoundError):
+    pass
+
+
+# -- the caller asked to create something that is there ------------------------------------------
+class AlreadyExistsError(LakeformatError):
+    pass
+
+
+class DatabaseAlreadyExistsError(AlreadyExistsError):
+    pass
+
+
+class TableAlreadyExistsError(AlreadyExistsError):
+    pass
+
+
+class TagAlreadyExistsError(AlreadyExistsError):
+    pass
+
+
+class DatabaseNotEmptyError(LakeformatError):
+    """Dropping a database that still holds tables (without `cascade`)."""
+
+
+# -- the caller's arguments or data are wrong (also ValueError) ----------------------------------
+class InvalidArgumentError(LakeformatError, ValueError):
+    """An argument the call cannot use: the message names it and what it takes."""
+
+
+class InvalidIdentifierError(InvalidArgumentError):
     """A database or table name that is empty, has '/', '..' or control characters."""
 
 
-class DatabaseNotFoundError(LakeformatError, KeyError):
-    pass
+class InvalidOptionError(InvalidArgumentError):
+    """A table option whose value cannot be used; the message names the key."""
 
 
-class DatabaseAlreadyExistsError(LakeformatError):
-    pass
+class InvalidFilterError(InvalidArgumentError):
+    """A read filter naming a column the table lacks, or a value its column cannot take."""
 
 
-class TableNotFoundError(LakeformatError, KeyError):
-    pass
+class ColumnNotFoundError(InvalidArgumentError):
+    """A requested column the table (or the snapshot read) does not have."""
 
 
-class TableAlreadyExistsError(LakeformatError):
-    pass
+class SchemaMismatchError(InvalidArgumentError):
+    """Input data whose columns, types or values do not fit the table (or its merge engine)."""
+
+
+class InputFileError(SchemaMismatchError):
+    """An input file (CSV, JSON, Parquet) that cannot be read as the table's rows; the message
+    names the file and, for a bad value, the line and the column."""
+
+
+# -- the table is outside what lakeformat handles, or damaged --------------------------------------
+class UnsupportedError(LakeformatError):
+    """A table option, type or file layout lakeformat does not handle (fail closed)."""
 
 
 class CorruptFileError(LakeformatError):
     """A metadata or data file that cannot be decoded; the message names the file."""
 
 
-class CommitConflictError(LakeformatError):
-    """A commit that cannot be retried: files it deletes are no longer live, or LSM overlap."""
+class CleanupAbortedError(LakeformatError):
+    """A cleanup (expiry, orphan files, schema retention, tag deletion) that stopped before
+    deleting anything because it could not read something it must check."""
 
 
-class CommitFailedError(LakeformatError):
+# -- commits ------------------------------------------------------------------------------------------
+class CommitError(LakeformatError):
+    """Base of the commit outcomes below."""
+
+
+class CommitConflictError(CommitError):
+    """A commit that cannot be retried as is: files it deletes are no longer live, or LSM
+    overlap. Nothing of it landed; planning the job again from the latest snapshot is safe."""
+
+
+class CommitFailedError(CommitError):
     """A commit that gave up after its retries or timeout; nothing of it landed and the files
     it wrote were removed. Running the job again is safe."""
 
 
-class CommitOutcomeUnknownError(LakeformatError):
+class CommitStateUnknownError(CommitError):
     """Publishing a snapshot failed in a way that leaves open whether it landed (the request
     may have succeeded while its answer was lost). Nothing was deleted: if it landed the table
-    is complete, if not its files are orphans that `remove_orphan_files` removes. Check
-    `snapshot_id` (or the table's latest snapshot) before running the job again."""
+    is complete, if not its files are orphans that `remove_orphan_files` removes. Run the job
+    again with the same `commit_user` and `commit_identifier` (it commits at most once), or
+    check `snapshot_id` / `Table.find_commit` first."""
 
     def __init__(self, message: str, path: str = "", snapshot_id: int | None = None,
                  commit_user: str | None = None):
@@ -62,17 +124,13 @@ class CommitOutcomeUnknownError(LakeformatError):
         self.commit_user = commit_user
 
 
-class InvalidOptionError(LakeformatError, ValueError):
-    """A table option whose value cannot be used; the message names the key."""
+#: the earlier name of `CommitStateUnknownError`
+CommitOutcomeUnknownError = CommitStateUnknownError
 
-
-class InvalidFilterError(LakeformatError, ValueError):
-    """A read filter naming a column the table lacks, or a value its column cannot take."""
-
-
-class InputFileError(SchemaMismatchError):
-    """An input file (CSV, JSON, Parquet) that cannot be read as the table's rows; the message
-    names the file and, for a bad value, the line and the column."""
+#: errors after which running the same call again may succeed (with the same commit user and
+#: identifier, a write lands at most once)
+RETRYABLE_ERRORS: tuple[type[LakeformatError], ...] = (
+    CommitConflictError, CommitFailedError, CommitStateUnknownError)
 
 
 _SECRET_WORDS = ("secret", "password", "passwd", "token", "credential")

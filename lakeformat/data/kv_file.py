@@ -8,8 +8,6 @@ one :class:`DataFileMeta` per file, with stats computed the way Java computes th
 
 from __future__ import annotations
 
-import calendar
-import datetime as _dt
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -19,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
+from lakeformat import clock
 from lakeformat.data.formats import (
     SUPPORTED_WRITE_FORMATS,
     compression_extension,
@@ -49,8 +48,7 @@ from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.schema.types import to_arrow
 
-__all__ = ["KeyValueFileWriter", "iter_kv_file", "read_kv_file", "local_millis_now",
-           "verify_data_file"]
+__all__ = ["KeyValueFileWriter", "iter_kv_file", "read_kv_file", "verify_data_file"]
 
 #: Java checks the rolling condition every 1000 records; we never write smaller row groups
 #: (except the input's tail), which bounds the per-row-group overhead the same way.
@@ -75,12 +73,6 @@ def _positive_int(options: CoreOptions, key: str) -> int | None:
     if value <= 0:
         raise InvalidOptionError(f"option {key!r} must be a positive integer, got {raw!r}")
     return value
-
-
-def local_millis_now() -> int:
-    """Java ``LocalDateTime.now()`` stored as epoch millis: local wall clock read as UTC."""
-    now = _dt.datetime.now()
-    return calendar.timegm(now.timetuple()) * 1000 + now.microsecond // 1000
 
 
 class KeyValueFileWriter:
@@ -265,7 +257,7 @@ class KeyValueFileWriter:
             schema_id=self._schema.id,
             level=self._level,
             extra_files=(),
-            creation_time=local_millis_now(),
+            creation_time=clock.local_millis_now(),
             delete_row_count=int(retract or 0),
             file_source=self._file_source,
             value_stats_cols=stats_cols,

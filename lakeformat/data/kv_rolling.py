@@ -17,12 +17,12 @@ import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
+from lakeformat import clock
 from lakeformat.data.kv_file import (
     MIN_CHUNK_ROWS,
     OVERSHOOT,
     RETRACT_KINDS,
     KeyValueFileWriter,
-    local_millis_now,
 )
 from lakeformat.data.stats import StatsAccumulator, to_simple_stats
 from lakeformat.meta.binary_row import to_avro_bytes
@@ -184,5 +184,5 @@ class RollingKeyValueFileWriter(KeyValueFileWriter):
             key_stats=key_stats, value_stats=value_stats,
             min_sequence_number=int(f.min_seq), max_sequence_number=int(f.max_seq),
             schema_id=self._schema.id, level=self._level, extra_files=(),
-            creation_time=local_millis_now(), delete_row_count=f.deletes,
+            creation_time=clock.local_millis_now(), delete_row_count=f.deletes,
             file_source=self._file_source, value_stats_cols=cols))

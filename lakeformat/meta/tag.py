@@ -10,6 +10,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, replace
 
+from lakeformat import clock
 from lakeformat.errors import InvalidOptionError, LakeformatError
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.storage import FileIO
@@ -89,7 +90,7 @@ class TagManager:
     def create(self, name: str, snapshot: Snapshot, time_retained: dt.timedelta | None = None
                ) -> Tag:
         check_tag_name(name)
-        now = dt.datetime.now()
+        now = clock.local_now()
         extra = {k: v for k, v in snapshot.extra.items()
                  if k not in ("tagCreateTime", "tagTimeRetained")}
         extra["tagCreateTime"] = [now.year, now.month, now.day, now.hour, now.minute,

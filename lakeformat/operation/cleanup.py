@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections.abc import Sequence
 
+from lakeformat import clock
 from lakeformat.errors import InvalidOptionError
 from lakeformat.options import parse_duration
 from lakeformat.storage import FileIO
@@ -21,7 +21,7 @@ def cutoff_millis(older_than: OlderThan, default: dt.timedelta, now_ms: int | No
     duration string such as "1 h" / "7 d" (an age, as Paimon's duration options read), or None
     for `default`.
     """
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = clock.now_millis() if now_ms is None else now_ms
     if older_than is None:
         return now - int(default.total_seconds() * 1000)
     if isinstance(older_than, dt.datetime):

@@ -25,7 +25,7 @@ import uuid as uuidlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lakeformat import __version__
+from lakeformat import __version__, clock
 from lakeformat.errors import (
     CommitConflictError,
     CommitFailedError,
@@ -262,7 +262,7 @@ class FileStoreCommit:
                 changelog_record_count=changelog_rows,
                 index_manifest=latest.index_manifest if latest else None,
                 commit_user=self.commit_user, commit_identifier=BATCH_COMMIT_IDENTIFIER,
-                commit_kind=kind, time_millis=int(time.time() * 1000),
+                commit_kind=kind, time_millis=clock.now_millis(),
                 total_record_count=((latest.total_record_count or 0) if latest else 0)
                 + added - removed,
                 delta_record_count=added - removed,

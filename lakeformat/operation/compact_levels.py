@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from lakeformat import clock
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.options import CoreOptions
@@ -189,7 +190,7 @@ class UniversalCompaction:
         self.max_size_amp = options.compaction_max_size_amplification_percent
         self.size_ratio = options.compaction_size_ratio
         self.trigger = options.num_sorted_run_compaction_trigger
-        self.offpeak_ratio = options.compaction_offpeak_ratio_now(now or datetime.now())
+        self.offpeak_ratio = options.compaction_offpeak_ratio_now(now or clock.local_now())
         self.optimization_interval = options.compaction_optimization_interval
         self.total_size_threshold = options.compaction_total_size_threshold
         self.incremental_size_threshold = options.compaction_incremental_size_threshold

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.data.kv_file import local_millis_now
+from lakeformat import clock
 from lakeformat.errors import LakeformatError
 from lakeformat.operation.predicate import Filter, _dnf, partition_predicate
 from lakeformat.operation.scan import PartitionPredicate
@@ -72,7 +72,7 @@ def idle_before(idle: Any) -> int | None:
         return None
     if not isinstance(idle, timedelta):
         idle = parse_duration(str(idle), "partition_idle_time")
-    return local_millis_now() - int(idle.total_seconds() * 1000)
+    return clock.local_millis_now() - int(idle.total_seconds() * 1000)
 
 
 def parse_budget(budget: int | str | None) -> int | None:

@@ -23,6 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from lakeformat import clock
 from lakeformat.errors import InvalidOptionError, UnsupportedError
 from lakeformat.meta.consumer import ConsumerManager
 from lakeformat.meta.data_file_meta import FileKind
@@ -207,7 +208,7 @@ def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, tabl
     retain_min = opts.snapshot_num_retained_min if retain_min is None else int(retain_min)
     retain_max = opts.snapshot_num_retained_max if retain_max is None else int(retain_max)
     max_deletes = opts.snapshot_expire_limit if max_deletes is None else int(max_deletes)
-    cutoff = past_cutoff_millis(older_than, opts.snapshot_time_retained, int(time.time() * 1000),
+    cutoff = past_cutoff_millis(older_than, opts.snapshot_time_retained, clock.now_millis(),
                                 "a snapshot committed right now would count as expired")
     result = MaintenanceResult(table_name, "expire-snapshots", dry_run=dry_run)
     _refuse_decoupled_changelog(file_io, table_path, schema)

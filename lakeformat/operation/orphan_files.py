@@ -22,6 +22,7 @@ import re
 import time
 from dataclasses import dataclass
 
+from lakeformat import clock
 from lakeformat.errors import InvalidOptionError, LakeformatError, UnsupportedError
 from lakeformat.meta.snapshot import EARLIEST, LATEST
 from lakeformat.meta.tag import TAG_DIR, TAG_PREFIX
@@ -42,11 +43,6 @@ _SNAPSHOT_FILE = re.compile(r"snapshot-\d+$")
 
 DATA, CHANGELOG, MANIFEST, OTHER = "data", "changelog", "manifest", "other"
 _ORDER = {DATA: 0, CHANGELOG: 0, MANIFEST: 1, OTHER: 2}
-
-
-def now_millis() -> int:
-    """The clock every age decision reads (one place, so tests can move it)."""
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True)
@@ -114,7 +110,7 @@ def remove_orphan_files(file_io: FileIO, table_path: str, schema: TableSchema, t
                         older_than: OlderThan, dry_run: bool,
                         enforce_retention_duration: bool = True) -> MaintenanceResult:
     start = time.monotonic()
-    cutoff = check_cutoff(older_than, now_millis(), enforce_retention_duration)
+    cutoff = check_cutoff(older_than, clock.now_millis(), enforce_retention_duration)
     result = MaintenanceResult(table_name, "remove-orphan-files", dry_run=dry_run)
     # list first: a file written after this listing is never a candidate
     candidates, data_exists = classify(file_io, table_path, file_io.list_recursive(table_path),

@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from lakeformat import clock
 from lakeformat.errors import InvalidOptionError, LakeformatError, UnsupportedError
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.partition import partition_path, partition_value_text
@@ -200,7 +201,7 @@ def _cutoff(expiration_time: OlderThan, options: dict[str, str]) -> dt.datetime:
     else:
         raise InvalidOptionError(f"expiration_time must be a datetime, timedelta or duration "
                                  f"text, got {expiration_time!r}")
-    return dt.datetime.now() - age
+    return clock.local_now() - age
 
 
 def _value_text(value: Any, data_type: Any) -> str | None:

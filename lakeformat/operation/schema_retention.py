@@ -20,9 +20,9 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from lakeformat import clock
 from lakeformat.errors import InvalidOptionError, LakeformatError
 from lakeformat.operation.cleanup import OlderThan, past_cutoff_millis
-from lakeformat.operation.orphan_files import now_millis
 from lakeformat.operation.references import ReferenceScan
 from lakeformat.options import parse_duration
 from lakeformat.results import MaintenanceResult
@@ -101,7 +101,7 @@ def clean_schemas(file_io: FileIO, table_path: str, schema: TableSchema, table_n
                   retain_min: int | None, older_than: OlderThan, dry_run: bool
                   ) -> MaintenanceResult:
     start = time.monotonic()
-    retain_min, cutoff = retention(schema.options, retain_min, older_than, now_millis())
+    retain_min, cutoff = retention(schema.options, retain_min, older_than, clock.now_millis())
     result = MaintenanceResult(table_name, OPERATION, dry_run=dry_run)
     schemas = SchemaManager(file_io, table_path)
     sizes = _list(file_io, schemas)

@@ -10,9 +10,9 @@ Paimon's cast rules. Renaming a column also renames it in the options that name 
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
+from lakeformat import clock
 from lakeformat.errors import InvalidOptionError, UnsupportedError
 from lakeformat.options import parse_bool
 from lakeformat.schema.casts import check_value_cast, supports_cast
@@ -104,7 +104,7 @@ def apply_changes(old: TableSchema, changes: list[Change], has_snapshots: bool) 
         id=old.id + 1, fields=tuple(fields), highest_field_id=highest,
         partition_keys=old.partition_keys, primary_keys=primary_keys,
         options=rename_in_options(options, renames), comment=comment,
-        time_millis=int(time.time() * 1000))
+        time_millis=clock.now_millis())
 
 
 # -- options ------------------------------------------------------------------------------------

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from lakeformat import clock
 from lakeformat.errors import CorruptFileError, InvalidOptionError, UnsupportedError
 from lakeformat.schema.types import DataField, max_field_id
 
@@ -163,6 +163,6 @@ def new_schema(
         primary_keys=tuple(primary_keys),
         options={str(k): str(v) for k, v in options.items()},
         comment=comment,
-        time_millis=int(time.time() * 1000),
+        time_millis=clock.now_millis(),
     )
 

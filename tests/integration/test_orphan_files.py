@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
+from lakeformat import clock
 from lakeformat.meta.tag import TagManager
 from lakeformat.operation import orphan_files
 from lakeformat.operation.commit import CommitMessage, FileStoreCommit
@@ -79,8 +80,8 @@ def age_all(t: lf.Table, seconds: float) -> None:
 @pytest.fixture()
 def later(monkeypatch):
     """Run the job as if two days had passed: every file written so far is old."""
-    real = orphan_files.now_millis
-    monkeypatch.setattr(orphan_files, "now_millis", lambda: real() + 2 * DAY * 1000)
+    real = clock.now_millis
+    monkeypatch.setattr(clock, "now_millis", lambda: real() + 2 * DAY * 1000)
 
 
 def test_only_old_unreferenced_files_go_by_mtime(local_catalog):

@@ -15,7 +15,8 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 import pytest
 
-from lakeformat.data.kv_file import KeyValueFileWriter, local_millis_now, read_kv_file
+from lakeformat.clock import local_millis_now
+from lakeformat.data.kv_file import KeyValueFileWriter, read_kv_file
 from lakeformat.errors import (
     CorruptFileError,
     InvalidOptionError,

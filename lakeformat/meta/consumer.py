@@ -8,19 +8,18 @@ from __future__ import annotations
 import json
 
 from lakeformat.errors import CorruptFileError
+from lakeformat.layout import CONSUMER_PREFIX, TablePaths
 from lakeformat.storage import FileIO
-
-CONSUMER_DIR = "consumer"
-CONSUMER_PREFIX = "consumer-"
 
 
 class ConsumerManager:
     def __init__(self, file_io: FileIO, table_path: str):
         self.file_io = file_io
-        self.consumer_dir = file_io.join(table_path, CONSUMER_DIR)
+        self.paths = TablePaths(file_io, table_path)
+        self.consumer_dir = self.paths.consumer_dir
 
     def consumer_path(self, consumer_id: str) -> str:
-        return self.file_io.join(self.consumer_dir, CONSUMER_PREFIX + consumer_id)
+        return self.paths.consumer(consumer_id)
 
     def consumers(self) -> dict[str, int]:
         """consumer id -> nextSnapshot. An unreadable consumer file raises (never ignored:

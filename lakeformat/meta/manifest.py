@@ -19,6 +19,7 @@ import fastavro
 from fastavro.write import Writer
 
 from lakeformat.errors import CorruptFileError, LakeformatError, UnsupportedError
+from lakeformat.layout import MANIFEST_LIST_PREFIX, MANIFEST_PREFIX, TablePaths
 from lakeformat.meta import binary_row
 from lakeformat.meta.data_file_meta import (
     MANIFEST_VERSION,
@@ -41,8 +42,6 @@ __all__ = [
     "merge_entries",
 ]
 
-MANIFEST_PREFIX = "manifest-"
-MANIFEST_LIST_PREFIX = "manifest-list-"
 CHECK_ROLLING_RECORD_COUNT = 1000  # Java checks the rolling size every 1000 records
 _SYNC_INTERVAL = 64000  # Avro's default block size in Java's DataFileWriter
 
@@ -260,7 +259,7 @@ class ManifestFile:
         options = options or {}
         self.file_io = file_io
         self.table_path = table_path
-        self.manifest_dir = file_io.join(table_path, "manifest")
+        self.manifest_dir = TablePaths(file_io, table_path).manifest_dir
         self.partition_types = list(partition_types)
         self.target_file_size = CoreOptions(options).manifest_target_file_size
         self._avro = _AvroSettings(options)
@@ -435,7 +434,7 @@ class ManifestList:
 
     def __init__(self, file_io: FileIO, table_path: str, options: Mapping[str, str] | None = None):
         self.file_io = file_io
-        self.manifest_dir = file_io.join(table_path, "manifest")
+        self.manifest_dir = TablePaths(file_io, table_path).manifest_dir
         self._avro = _AvroSettings(options or {})
         self._uuid = str(uuid.uuid4())
         self._counter = count()

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from lakeformat.errors import CorruptFileError
+from lakeformat.layout import EARLIEST, LATEST, SNAPSHOT_PREFIX, TablePaths, numbered_id
 from lakeformat.storage import FileIO
 
-SNAPSHOT_PREFIX = "snapshot-"
-LATEST = "LATEST"
-EARLIEST = "EARLIEST"
 BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX: what batch writers use
 COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE")
 
@@ -99,26 +96,17 @@ class Snapshot:
         return {k: v for k, v in d.items() if v is not None}
 
 
-def _ids(names: list[str], prefix: str) -> list[int]:
-    pat = re.compile(re.escape(prefix) + r"(\d+)$")
-    out = []
-    for n in names:
-        m = pat.match(n)
-        if m:
-            out.append(int(m.group(1)))
-    return sorted(out)
-
-
 class SnapshotManager:
     """Reads snapshots of one table (or branch) directory."""
 
     def __init__(self, file_io: FileIO, table_path: str):
         self.file_io = file_io
         self.table_path = table_path
-        self.snapshot_dir = file_io.join(table_path, "snapshot")
+        self.paths = TablePaths(file_io, table_path)
+        self.snapshot_dir = self.paths.snapshot_dir
 
     def snapshot_path(self, snapshot_id: int) -> str:
-        return self.file_io.join(self.snapshot_dir, f"{SNAPSHOT_PREFIX}{snapshot_id}")
+        return self.paths.snapshot(snapshot_id)
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
         path = self.snapshot_path(snapshot_id)
@@ -140,12 +128,13 @@ class SnapshotManager:
             return False
 
     def snapshot_ids(self) -> list[int]:
-        names = [s.path.rsplit("/", 1)[-1] for s in self.file_io.list_status(self.snapshot_dir)]
-        return _ids(names, SNAPSHOT_PREFIX)
+        ids = (numbered_id(s.path.rsplit("/", 1)[-1], SNAPSHOT_PREFIX)
+               for s in self.file_io.list_status(self.snapshot_dir))
+        return sorted(i for i in ids if i is not None)
 
     def _hint(self, name: str) -> int | None:
         try:
-            text = self.file_io.read_bytes(self.file_io.join(self.snapshot_dir, name))
+            text = self.file_io.read_bytes(self.paths.snapshot_hint(name))
             return int(text.decode().strip())
         except (FileNotFoundError, ValueError, UnicodeDecodeError):
             return None
@@ -175,14 +164,14 @@ class SnapshotManager:
     def commit_latest_hint(self, snapshot_id: int) -> None:
         """Best effort, as in Paimon: a stale hint is corrected by the existence check."""
         try:
-            self.file_io.write_bytes(self.file_io.join(self.snapshot_dir, LATEST),
+            self.file_io.write_bytes(self.paths.snapshot_hint(LATEST),
                                      str(snapshot_id).encode())
         except OSError:
             pass
 
     def commit_earliest_hint(self, snapshot_id: int) -> None:
         try:
-            self.file_io.write_bytes(self.file_io.join(self.snapshot_dir, EARLIEST),
+            self.file_io.write_bytes(self.paths.snapshot_hint(EARLIEST),
                                      str(snapshot_id).encode())
         except OSError:
             pass

@@ -12,11 +12,10 @@ from dataclasses import dataclass, replace
 
 from lakeformat import clock
 from lakeformat.errors import InvalidOptionError, LakeformatError
+from lakeformat.layout import TAG_PREFIX, TablePaths
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.storage import FileIO
 
-TAG_DIR = "tag"
-TAG_PREFIX = "tag-"
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
@@ -61,10 +60,11 @@ def check_tag_name(name: str) -> str:
 class TagManager:
     def __init__(self, file_io: FileIO, table_path: str):
         self.file_io = file_io
-        self.tag_dir = file_io.join(table_path, TAG_DIR)
+        self.paths = TablePaths(file_io, table_path)
+        self.tag_dir = self.paths.tag_dir
 
     def tag_path(self, name: str) -> str:
-        return self.file_io.join(self.tag_dir, TAG_PREFIX + name)
+        return self.paths.tag(name)
 
     def names(self) -> list[str]:
         out = []

@@ -31,6 +31,7 @@ from lakeformat.errors import (
     CommitFailedError,
     CommitOutcomeUnknownError,
 )
+from lakeformat.layout import TablePaths
 from lakeformat.meta.data_file_meta import (
     DataFileMeta,
     FileKind,
@@ -347,8 +348,8 @@ class FileStoreCommit:
         return None
 
     def _cleanup(self, manifests: list[ManifestFileMeta], lists: list[str]) -> None:
-        paths = [self.file_io.join(self.table_path, "manifest", m.file_name) for m in manifests]
-        paths += [self.file_io.join(self.table_path, "manifest", n) for n in lists]
+        layout = TablePaths(self.file_io, self.table_path)
+        paths = [layout.manifest(n) for n in [m.file_name for m in manifests] + lists]
         if paths:
             self.file_io.delete_many(paths)
 

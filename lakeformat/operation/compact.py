@@ -28,7 +28,6 @@ from lakeformat.errors import (
     CommitConflictError,
     CommitFailedError,
     CommitOutcomeUnknownError,
-    UnsupportedError,
 )
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import DataFileMeta, FileSource
@@ -45,15 +44,12 @@ from lakeformat.operation.merge_tree_reader import BUDGET_COPIES, MergeTreeReade
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.read import _format_of
 from lakeformat.operation.scan import FileStoreScan, PartitionPredicate
+from lakeformat.operation.support import COMPACT, check_supported
 from lakeformat.options import CoreOptions
 from lakeformat.results import CompactResult, CompactStats
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
-
-#: Options that change what a compaction must do and that lakeformat does not implement.
-_UNSUPPORTED_TRUE = ("compaction.force-up-level-0", "changelog-producer.row-deduplicate")
-_UNSUPPORTED_SET = ("record-level.expire-time", "data-file.external-paths")
 
 
 @dataclass(frozen=True)
@@ -83,26 +79,7 @@ class CompactOutcome:
 
 def check_compactable(schema: TableSchema, table_path: str) -> CoreOptions:
     """Fail closed: refuse tables and options compaction does not handle, naming them."""
-    opts = CoreOptions(schema.options)
-    if not schema.primary_keys:
-        raise UnsupportedError(f"{table_path}: compaction of append tables (no primary key) "
-                               "is not supported")
-    if opts.bucket == -2:
-        raise UnsupportedError(f"{table_path}: bucket=-2 (postpone bucket) tables cannot be "
-                               "compacted by lakeformat")
-    producer = opts.changelog_producer
-    if producer not in ("none", "input", "full-compaction"):
-        raise UnsupportedError(f"{table_path}: changelog-producer={producer} is not supported "
-                               "by compaction (none, input, full-compaction)")
-    for key in _UNSUPPORTED_TRUE:
-        v = opts.get(key)
-        if v is not None and v.strip().lower() != "false":
-            raise UnsupportedError(f"{table_path}: option {key}={v} is not supported by "
-                                   "compaction")
-    for key in _UNSUPPORTED_SET:
-        if opts.get(key):
-            raise UnsupportedError(f"{table_path}: option {key}={opts.get(key)} is not supported"
-                                   " by compaction")
+    opts = check_supported(schema, COMPACT, table_path)
     from lakeformat.merge import check_merge_options
     check_merge_options(schema)
     _ = (opts.num_levels, opts.compaction_max_size_amplification_percent,

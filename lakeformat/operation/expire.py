@@ -25,12 +25,14 @@ from dataclasses import dataclass, field
 
 from lakeformat import clock
 from lakeformat.errors import InvalidOptionError, UnsupportedError
+from lakeformat.layout import CHANGELOG_PREFIX, EARLIEST, TablePaths
 from lakeformat.meta.consumer import ConsumerManager
 from lakeformat.meta.data_file_meta import FileKind
-from lakeformat.meta.snapshot import EARLIEST, Snapshot, SnapshotManager
+from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
 from lakeformat.operation.cleanup import OlderThan, delete_paths, past_cutoff_millis
-from lakeformat.operation.references import CHANGELOG_DIR, TableReferences, deleted_in
+from lakeformat.operation.references import TableReferences, deleted_in
+from lakeformat.operation.support import EXPIRE_SNAPSHOTS, check_supported
 from lakeformat.options import CoreOptions
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.table_schema import TableSchema
@@ -181,19 +183,12 @@ def _prefetch_deltas(refs: TableReferences, snaps: list[Snapshot], plan: ExpireP
         pass
 
 
-DECOUPLED_CHANGELOG_OPTIONS = ("changelog.num-retained.min", "changelog.num-retained.max",
-                               "changelog.time-retained")
-
-
 def _refuse_decoupled_changelog(file_io: FileIO, table_path: str, schema: TableSchema) -> None:
     """Paimon keeps a decoupled changelog (`changelog/changelog-N`) alive past its snapshots;
     lakeformat does not maintain one, so it refuses rather than delete files it still needs."""
-    for key in DECOUPLED_CHANGELOG_OPTIONS:
-        if key in schema.options:
-            raise UnsupportedError(f"{table_path}: option {key} (a changelog kept longer than "
-                                   "snapshots) is not supported by lakeformat's expiry")
-    folder = file_io.join(table_path, CHANGELOG_DIR)
-    if any(st.path.rsplit("/", 1)[-1].startswith("changelog-")
+    check_supported(schema, EXPIRE_SNAPSHOTS, table_path)
+    folder = TablePaths(file_io, table_path).changelog_dir
+    if any(st.path.rsplit("/", 1)[-1].startswith(CHANGELOG_PREFIX)
            for st in file_io.list_status(folder)):
         raise UnsupportedError(f"{folder} holds long-lived changelog files; lakeformat's expiry "
                                "does not maintain them")
@@ -226,7 +221,7 @@ def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, tabl
         if end > earliest else None
     if plan is None:
         if not dry_run and end <= earliest and not file_io.exists(
-                file_io.join(sm.snapshot_dir, EARLIEST)):
+                sm.paths.snapshot_hint(EARLIEST)):
             sm.commit_earliest_hint(earliest)
         result.duration_s = round(time.monotonic() - start, 3)
         return result

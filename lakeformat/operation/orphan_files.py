@@ -18,18 +18,27 @@ Never touched: `schema/`, `consumer/`, `index/` (lakeformat cannot read index ma
 from __future__ import annotations
 
 import datetime as dt
-import re
 import time
 from dataclasses import dataclass
 
 from lakeformat import clock
 from lakeformat.errors import InvalidOptionError, LakeformatError, UnsupportedError
-from lakeformat.meta.snapshot import EARLIEST, LATEST
-from lakeformat.meta.tag import TAG_DIR, TAG_PREFIX
+from lakeformat.layout import (
+    BRANCH_DIR,
+    BUCKET_PREFIX,
+    CHANGELOG_PREFIX,
+    EARLIEST,
+    LATEST,
+    MANIFEST_DIR,
+    SNAPSHOT_DIR,
+    SNAPSHOT_PREFIX,
+    STATISTICS_DIR,
+    TAG_DIR,
+    TAG_PREFIX,
+    numbered_id,
+)
 from lakeformat.operation.cleanup import OlderThan, past_cutoff_millis
 from lakeformat.operation.references import (
-    MANIFEST_DIR,
-    STATISTICS_DIR,
     ReferenceScan,
 )
 from lakeformat.results import MaintenanceResult
@@ -38,8 +47,6 @@ from lakeformat.storage import FileIO, FileStatus
 
 DEFAULT_OLDER_THAN = dt.timedelta(days=1)
 MIN_AGE_MS = 3600 * 1000  # files younger than an hour may belong to a commit in progress
-BRANCH_DIR = "branch"
-_SNAPSHOT_FILE = re.compile(r"snapshot-\d+$")
 
 DATA, CHANGELOG, MANIFEST, OTHER = "data", "changelog", "manifest", "other"
 _ORDER = {DATA: 0, CHANGELOG: 0, MANIFEST: 1, OTHER: 2}
@@ -93,16 +100,16 @@ def classify(file_io: FileIO, table_path: str, listing: list[FileStatus], partit
             out.append(Candidate(st, MANIFEST))
         elif len(parts) == 2 and top == STATISTICS_DIR:
             out.append(Candidate(st, OTHER))
-        elif len(parts) == 2 and top == "snapshot":
-            if not _SNAPSHOT_FILE.match(name) and name not in (LATEST, EARLIEST):
+        elif len(parts) == 2 and top == SNAPSHOT_DIR:
+            if numbered_id(name, SNAPSHOT_PREFIX) is None and name not in (LATEST, EARLIEST):
                 out.append(Candidate(st, OTHER))
         elif len(parts) == 2 and top == TAG_DIR:
             if not name.startswith(TAG_PREFIX):
                 out.append(Candidate(st, OTHER))
         elif (len(parts) == partition_keys + 2 and all("=" in p for p in parts[:-2])
-              and parts[-2].startswith("bucket-")):
+              and parts[-2].startswith(BUCKET_PREFIX)):
             data_exists = True
-            out.append(Candidate(st, CHANGELOG if name.startswith("changelog-") else DATA))
+            out.append(Candidate(st, CHANGELOG if name.startswith(CHANGELOG_PREFIX) else DATA))
     return out, data_exists
 
 

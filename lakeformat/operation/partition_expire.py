@@ -31,6 +31,7 @@ from lakeformat.operation.cleanup import OlderThan
 from lakeformat.operation.commit import FileStoreCommit
 from lakeformat.operation.references import TableReferences
 from lakeformat.operation.scan import FileStoreScan
+from lakeformat.operation.support import EXPIRE_PARTITIONS, check_supported
 from lakeformat.options import CoreOptions, parse_duration
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.table_schema import TableSchema
@@ -221,9 +222,7 @@ def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, tab
                               "to expire")
     opts = CoreOptions(schema.options)
     strategy = str(opts.get(EXPIRATION_STRATEGY, "values-time")).strip()
-    if strategy == "update-time":
-        raise UnsupportedError(f"{EXPIRATION_STRATEGY}=update-time is not supported by "
-                               "lakeformat; use values-time")
+    check_supported(schema, EXPIRE_PARTITIONS, table_path)
     if strategy != "values-time":
         raise InvalidOptionError(f"unknown {EXPIRATION_STRATEGY} {strategy!r} (values-time, "
                                  "update-time)")

@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lakeformat.layout import bucket_dir_name
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.meta.partition import partition_path
 from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
-
-POSTPONE_BUCKET = -2
 
 
 class PathFactory:
@@ -28,8 +27,7 @@ class PathFactory:
         return self.file_io.join(self.table_path, rel) if rel else self.table_path
 
     def bucket_dir(self, values: Sequence[Any], bucket: int) -> str:
-        name = "bucket-postpone" if bucket == POSTPONE_BUCKET else f"bucket-{bucket}"
-        return self.file_io.join(self.partition_dir(values), name)
+        return self.file_io.join(self.partition_dir(values), bucket_dir_name(bucket))
 
     def data_file(self, values: Sequence[Any], bucket: int, meta: DataFileMeta) -> str:
         if meta.external_path:

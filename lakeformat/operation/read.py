@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakeformat.data.kv_file import iter_kv_file, read_kv_file
-from lakeformat.errors import LakeformatError, UnsupportedError
+from lakeformat.errors import LakeformatError
 from lakeformat.merge import create_unsorted_merge
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import is_retract
@@ -31,6 +31,7 @@ from lakeformat.operation.predicate import (
     to_expression,
 )
 from lakeformat.operation.scan import FileStoreScan, Split
+from lakeformat.operation.support import READ, check_supported
 from lakeformat.options import CoreOptions
 from lakeformat.schema.checked_casts import ValueCastError
 from lakeformat.schema.projection import FieldIdProjection
@@ -45,9 +46,7 @@ class TableRead:
 
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
                  schema_manager: SchemaManager):
-        if not schema.primary_keys:
-            raise UnsupportedError(f"table at {table_path} has no primary key; append tables "
-                                   "are not supported")
+        check_supported(schema, READ, table_path)
         self.file_io = file_io
         self.table_path = table_path
         self.schema = schema

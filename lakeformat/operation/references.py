@@ -8,13 +8,13 @@ A read failure is never swallowed here: callers decide to delete less.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from threading import Lock
 
 from lakeformat.errors import LakeformatError
+from lakeformat.layout import CHANGELOG_PREFIX, TablePaths, numbered_id
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import FileKind, ManifestEntry, ManifestFileMeta, merge_entries
 from lakeformat.meta.manifest import ManifestFile, ManifestList
@@ -24,11 +24,7 @@ from lakeformat.operation.paths import PathFactory
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
 
-MANIFEST_DIR = "manifest"
-STATISTICS_DIR = "statistics"
-CHANGELOG_DIR = "changelog"
 MAX_SCAN_ROUNDS = 10
-_CHANGELOG_FILE = re.compile(r"changelog-(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -159,10 +155,10 @@ class TableReferences:
         return out
 
     def manifest_path(self, name: str) -> str:
-        return self.file_io.join(self.table_path, MANIFEST_DIR, name)
+        return TablePaths(self.file_io, self.table_path).manifest(name)
 
     def statistics_path(self, name: str) -> str:
-        return self.file_io.join(self.table_path, STATISTICS_DIR, name)
+        return TablePaths(self.file_io, self.table_path).statistics(name)
 
     def manifest_sizes(self) -> dict[str, int]:
         """Sizes of the manifests and lists seen so far, as the manifest lists and snapshots
@@ -220,9 +216,9 @@ class ReferenceScan:
         out = [(("snapshot", str(sid)), self.snapshots.snapshot_path(sid))
                for sid in self.snapshots.snapshot_ids()]
         out += [(("tag", name), self.tags.tag_path(name)) for name in self.tags.names()]
-        for st in io.list_status(io.join(self.table_path, CHANGELOG_DIR)):
+        for st in io.list_status(TablePaths(io, self.table_path).changelog_dir):
             base = st.path.rsplit("/", 1)[-1]
-            if _CHANGELOG_FILE.match(base):
+            if numbered_id(base, CHANGELOG_PREFIX) is not None:
                 out.append((("changelog", base), st.path))
         return out
 

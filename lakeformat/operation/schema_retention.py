@@ -16,12 +16,12 @@ referenced, or the latest, or is gone, is dropped. Any failed read deletes nothi
 
 from __future__ import annotations
 
-import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from lakeformat import clock
 from lakeformat.errors import InvalidOptionError, LakeformatError
+from lakeformat.layout import SCHEMA_PREFIX, numbered_id
 from lakeformat.operation.cleanup import OlderThan, past_cutoff_millis
 from lakeformat.operation.references import ReferenceScan
 from lakeformat.options import parse_duration
@@ -57,9 +57,6 @@ def retention(options: dict[str, str], retain_min: int | None, older_than: Older
     return retain_min, cutoff
 
 
-_SCHEMA_FILE = re.compile(r"schema-(\d+)$")
-
-
 def _time_of(schemas: SchemaManager, schema_id: int) -> int:
     try:
         return schemas.schema(schema_id).time_millis
@@ -91,9 +88,9 @@ def _list(file_io: FileIO, schemas: SchemaManager) -> dict[int, int]:
                               f"cannot list {schemas.schema_dir}: {e}") from e
     out = {}
     for st in listing:
-        m = _SCHEMA_FILE.match(st.path.rsplit("/", 1)[-1])
-        if m:
-            out[int(m.group(1))] = st.size
+        sid = numbered_id(st.path.rsplit("/", 1)[-1], SCHEMA_PREFIX)
+        if sid is not None:
+            out[sid] = st.size
     return dict(sorted(out.items()))
 
 

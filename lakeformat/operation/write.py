@@ -51,6 +51,7 @@ from lakeformat.operation.commit import (
 from lakeformat.operation.conform import conform
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.scan import FileStoreScan
+from lakeformat.operation.support import WRITE, check_supported
 from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.storage import FileIO
@@ -89,33 +90,7 @@ class TableWrite:
         self.partition_fields = schema.partition_fields()
 
     def _check_writable(self) -> None:
-        opts, path = self.options, self.table_path
-        if not self.schema.primary_keys:
-            raise UnsupportedError(f"{path}: append tables (no primary key) are not supported")
-        bucket = opts.bucket
-        if bucket == -1:
-            raise UnsupportedError(f"{path}: bucket=-1 (dynamic bucket) writes are not supported"
-                                   " yet; create the table with options={'bucket': 'N'}")
-        if bucket == -2:
-            raise UnsupportedError(f"{path}: bucket=-2 (postpone bucket) writes are not supported")
-        if bucket <= 0:
-            raise UnsupportedError(f"{path}: invalid option bucket={bucket}")
-        if opts.get("bucket-function.type", "default").lower() != "default":
-            raise UnsupportedError(f"{path}: bucket-function.type="
-                                   f"{opts.get('bucket-function.type')} is not supported")
-        # full-compaction: writers produce no changelog; full compaction does (as in Paimon)
-        if opts.get("changelog-producer", "none").lower() not in ("none", "full-compaction"):
-            raise UnsupportedError(f"{path}: changelog-producer={opts.get('changelog-producer')}"
-                                   " writes are not supported yet")
-        for key in ("data-file.external-paths", "row-tracking.enabled", "data-evolution.enabled"):
-            v = opts.get(key)
-            if v and v.lower() != "false":
-                raise UnsupportedError(f"{path}: option {key}={v} is not supported for writes")
-        if opts.file_format not in ("parquet", "orc"):
-            raise UnsupportedError(f"{path}: file.format={opts.file_format} is not supported")
-        if opts.get("write.sequence-number-init-mode", "scan").lower() != "scan":
-            raise UnsupportedError(f"{path}: write.sequence-number-init-mode="
-                                   f"{opts.get('write.sequence-number-init-mode')} not supported")
+        check_supported(self.schema, WRITE, self.table_path)
 
     # -- plan ----------------------------------------------------------------------------------
     def prepare(self, data: pa.Table, kinds: np.ndarray | None, latest: Snapshot | None

@@ -2,34 +2,29 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from lakeformat.errors import LakeformatError, TableNotFoundError
+from lakeformat.layout import SCHEMA_PREFIX, TablePaths, numbered_id
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
-
-SCHEMA_PREFIX = "schema-"
-_ID = re.compile(r"schema-(\d+)$")
 
 
 class SchemaManager:
     def __init__(self, file_io: FileIO, table_path: str):
         self.file_io = file_io
         self.table_path = table_path
-        self.schema_dir = file_io.join(table_path, "schema")
+        self.paths = TablePaths(file_io, table_path)
+        self.schema_dir = self.paths.schema_dir
         self._cache: dict[int, TableSchema] = {}
 
     def schema_path(self, schema_id: int) -> str:
-        return self.file_io.join(self.schema_dir, f"{SCHEMA_PREFIX}{schema_id}")
+        return self.paths.schema(schema_id)
 
     def schema_ids(self) -> list[int]:
-        ids = []
-        for st in self.file_io.list_status(self.schema_dir):
-            m = _ID.match(st.path.rsplit("/", 1)[-1])
-            if m:
-                ids.append(int(m.group(1)))
-        return sorted(ids)
+        ids = (numbered_id(st.path.rsplit("/", 1)[-1], SCHEMA_PREFIX)
+               for st in self.file_io.list_status(self.schema_dir))
+        return sorted(i for i in ids if i is not None)
 
     def schema(self, schema_id: int) -> TableSchema:
         """Schema files are immutable, so a read one is cached for the manager's life."""

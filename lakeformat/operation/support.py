@@ -1,0 +1,153 @@
+"""What each operation refuses, in one table: an option value or table layout lakeformat does
+not implement, the operations that refuse it, and why.
+
+Failing closed is the rule (a table we cannot handle gets an error naming the option, never
+wrong rows); keeping the refusals in one declarative table lets the README list them from the
+same source (`support_table_markdown`) and keeps the operations' checks to one call each.
+Merge-engine options are checked by `lakeformat.merge` (they concern every reader).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lakeformat.errors import UnsupportedError
+from lakeformat.options import CoreOptions
+from lakeformat.schema.table_schema import TableSchema
+
+READ, WRITE, COMPACT = "read", "write", "compact"
+EXPIRE_SNAPSHOTS, EXPIRE_PARTITIONS = "expire-snapshots", "expire-partitions"
+REMOVE_ORPHAN_FILES = "remove-orphan-files"
+
+#: what a rule finds in a schema: the refused setting as shown to the user, or None when fine
+Finder = Callable[[TableSchema, CoreOptions], str | None]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One row of the table. `find` is None for what the operation finds on storage while it
+    runs (it checks that itself, with this row's wording)."""
+
+    subject: str  # the option key, or the layout, as the README names it
+    refused: str  # the refused values, as the README names them
+    operations: tuple[str, ...]
+    reason: str
+    find: Finder | None = None
+
+
+def _option(key: str, refused: Callable[[str], bool], default: str = "") -> Finder:
+    def find(schema: TableSchema, opts: CoreOptions) -> str | None:
+        raw = opts.get(key)
+        value = (default if raw is None else str(raw)).strip()
+        return f"{key}={raw}" if refused(value) else None
+    return find
+
+
+def _is_true(key: str) -> Finder:
+    """Set to anything but false (an empty value reads as false, as Java's parseBoolean)."""
+    return _option(key, lambda v: v != "" and v.lower() != "false")
+
+
+def _is_set(key: str) -> Finder:
+    return _option(key, lambda v: v != "")
+
+
+def _present(key: str) -> Finder:
+    return lambda schema, opts: f"{key}={opts.get(key)}" if key in schema.options else None
+
+
+def _bucket(refused: Callable[[int], bool]) -> Finder:
+    return lambda schema, opts: f"bucket={opts.bucket}" if refused(opts.bucket) else None
+
+
+def _no_primary_key(schema: TableSchema, opts: CoreOptions) -> str | None:
+    return None if schema.primary_keys else "append tables (no primary key)"
+
+
+def _producer(refused: tuple[str, ...] | None) -> Finder:
+    """changelog-producer in `refused`, or (None) outside the values lakeformat knows."""
+    known = ("none", "input", "full-compaction")
+
+    def find(schema: TableSchema, opts: CoreOptions) -> str | None:
+        p = opts.changelog_producer
+        bad = p not in known if refused is None else p in refused
+        return f"changelog-producer={p}" if bad else None
+    return find
+
+
+REFUSALS: tuple[Refusal, ...] = (
+    Refusal("primary key", "none (append table)", (READ, WRITE, COMPACT),
+            "lakeformat implements primary-key tables only", _no_primary_key),
+    Refusal("bucket", "-1 (dynamic bucket)", (WRITE,),
+            "writes need a fixed bucket count; create the table with options={'bucket': 'N'}",
+            _bucket(lambda b: b == -1)),
+    Refusal("bucket", "-2 (postpone bucket)", (WRITE, COMPACT),
+            "postpone-bucket files are assigned buckets by Paimon's own compaction",
+            _bucket(lambda b: b == -2)),
+    Refusal("bucket", "0, below -2", (WRITE,), "not a bucket count (invalid option)",
+            _bucket(lambda b: b == 0 or b < -2)),
+    Refusal("bucket-function.type", "anything but default", (WRITE,),
+            "only Paimon's default bucket hash is implemented",
+            _option("bucket-function.type", lambda v: v.lower() != "default", "default")),
+    Refusal("changelog-producer", "lookup, any unknown producer", (WRITE, COMPACT),
+            "lakeformat produces changelog only by full compaction (none, input, "
+            "full-compaction are handled)", _producer(None)),
+    Refusal("changelog-producer", "input", (WRITE,),
+            "writers do not write their input as changelog", _producer(("input",))),
+    Refusal("data-file.external-paths", "set", (WRITE, COMPACT),
+            "files outside the table directory are not written",
+            _is_set("data-file.external-paths")),
+    Refusal("row-tracking.enabled", "true", (WRITE,), "row ids are not assigned",
+            _is_true("row-tracking.enabled")),
+    Refusal("data-evolution.enabled", "true", (WRITE,), "column files are not written",
+            _is_true("data-evolution.enabled")),
+    Refusal("file.format", "anything but parquet, orc", (WRITE,),
+            "only Parquet and ORC data files are written",
+            lambda s, o: None if o.file_format in ("parquet", "orc")
+            else f"file.format={o.file_format}"),
+    Refusal("write.sequence-number-init-mode", "anything but scan", (WRITE,),
+            "sequence numbers are taken from the latest snapshot",
+            _option("write.sequence-number-init-mode", lambda v: v.lower() != "scan", "scan")),
+    Refusal("compaction.force-up-level-0", "true", (COMPACT,),
+            "compaction picks as Java's universal compaction does",
+            _is_true("compaction.force-up-level-0")),
+    Refusal("changelog-producer.row-deduplicate", "true", (COMPACT,),
+            "the full-compaction changelog keeps unchanged rows",
+            _is_true("changelog-producer.row-deduplicate")),
+    Refusal("record-level.expire-time", "set", (COMPACT,), "rows are never expired by age",
+            _is_set("record-level.expire-time")),
+    *(Refusal(key, "set", (EXPIRE_SNAPSHOTS,),
+              "a changelog kept longer than snapshots (decoupled) is not maintained",
+              _present(key))
+      for key in ("changelog.num-retained.min", "changelog.num-retained.max",
+                  "changelog.time-retained")),
+    Refusal("changelog/changelog-N files", "present", (EXPIRE_SNAPSHOTS,),
+            "long-lived changelog files are not maintained"),
+    Refusal("partition.expiration-strategy", "update-time", (EXPIRE_PARTITIONS,),
+            "partitions expire by their values (values-time)",
+            _option("partition.expiration-strategy", lambda v: v == "update-time")),
+    Refusal("branch/ directory", "present", (REMOVE_ORPHAN_FILES,),
+            "branch snapshots share the table's files and are not read"),
+)
+
+
+def check_supported(schema: TableSchema, operation: str, table_path: str) -> CoreOptions:
+    """Raise UnsupportedError naming the first refused setting of the table for `operation`
+    (in table order); return the parsed options for the caller's use."""
+    opts = CoreOptions(schema.options)
+    for r in REFUSALS:
+        if operation in r.operations and r.find is not None:
+            found = r.find(schema, opts)
+            if found is not None:
+                raise UnsupportedError(f"{table_path}: {found} is not supported by {operation}"
+                                       f" ({r.reason})")
+    return opts
+
+
+def support_table_markdown() -> str:
+    """The table as the README shows it."""
+    rows = ["| option or layout | refused | refused by | why |", "|---|---|---|---|"]
+    for r in REFUSALS:
+        rows.append(f"| `{r.subject}` | {r.refused} | {', '.join(r.operations)} | {r.reason} |")
+    return "\n".join(rows)

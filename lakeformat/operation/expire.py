@@ -171,7 +171,7 @@ def _prefetch_deltas(refs: TableReferences, snaps: list[Snapshot], plan: ExpireP
     failure here is ignored: the per-snapshot reads below hit it again and delete less."""
     def lists(s: Snapshot) -> list:
         try:
-            return refs.manifest_list(s.delta_manifest_list) + refs.changelog_manifests(s)
+            return refs.read_list(s.delta_manifest_list) + refs.changelog_manifests(s)
         except Exception:
             return []
 

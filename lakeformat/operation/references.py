@@ -9,18 +9,17 @@ A read failure is never swallowed here: callers decide to delete less.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from threading import Lock
 
 from lakeformat.errors import LakeformatError
 from lakeformat.layout import CHANGELOG_PREFIX, TablePaths, numbered_id
 from lakeformat.meta.binary_row import from_avro_bytes
-from lakeformat.meta.data_file_meta import FileKind, ManifestEntry, ManifestFileMeta, merge_entries
-from lakeformat.meta.manifest import ManifestFile, ManifestList
+from lakeformat.meta.data_file_meta import FileKind, ManifestEntry, ManifestFileMeta
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
 from lakeformat.operation.paths import PathFactory
+from lakeformat.operation.scan import FileStoreScan
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
 
@@ -36,76 +35,50 @@ class FileRef:
     schema_id: int
 
 
-class TableReferences:
+class TableReferences(FileStoreScan):
+    """The scan's manifest reading, remembering every list and manifest it read (they are
+    immutable), for jobs that walk many snapshots sharing most of their manifests."""
+
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
-        self.file_io = file_io
-        self.table_path = table_path
-        self.partition_types = [f.type for f in schema.partition_fields()]
-        self.lists = ManifestList(file_io, table_path, schema.options)
-        self.manifests = ManifestFile(file_io, table_path, self.partition_types, schema.options)
+        super().__init__(file_io, table_path, schema)
         self.paths = PathFactory(file_io, table_path, schema)
         self._list_cache: dict[str, list[ManifestFileMeta]] = {}
         self._entry_cache: dict[str, list[ManifestEntry]] = {}
         self._partitions: dict[bytes, tuple] = {}
         self._list_sizes: dict[str, int] = {}
         self._lock = Lock()
-        self.manifest_reads = 0
 
     # -- cached reads ----------------------------------------------------------------------------
-    def manifest_list(self, name: str) -> list[ManifestFileMeta]:
-        cached = self._list_cache.get(name)
+    def read_list(self, file_name: str) -> list[ManifestFileMeta]:
+        cached = self._list_cache.get(file_name)
         if cached is None:
-            cached = self.lists.read(name)
+            cached = super().read_list(file_name)
             with self._lock:
-                self._list_cache[name] = cached
+                self._list_cache[file_name] = cached
         return cached
 
-    def entries(self, manifest_name: str) -> list[ManifestEntry]:
-        cached = self._entry_cache.get(manifest_name)
+    def read_manifest(self, file_name: str) -> list[ManifestEntry]:
+        cached = self._entry_cache.get(file_name)
         if cached is None:
-            cached = self.manifests.read(manifest_name)
+            cached = super().read_manifest(file_name)
             with self._lock:
-                self._entry_cache[manifest_name] = cached
-                self.manifest_reads += 1
+                self._entry_cache[file_name] = cached
         return cached
 
     def prefetch(self, metas: Iterable[ManifestFileMeta]) -> None:
-        """Read manifests not yet cached, in parallel (object stores reward concurrency)."""
-        todo = sorted({m.file_name for m in metas} - set(self._entry_cache))
-        if len(todo) <= 1:
-            for name in todo:
-                self.entries(name)
-            return
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            list(pool.map(self.entries, todo))
+        """Read the manifests not yet cached, in parallel."""
+        self.read_manifests([m.file_name for m in metas if m.file_name not in self._entry_cache])
 
     # -- what a snapshot references ----------------------------------------------------------
-    def data_manifests(self, snap: Snapshot) -> list[ManifestFileMeta]:
-        return self.manifest_list(snap.base_manifest_list) + self.manifest_list(
-            snap.delta_manifest_list)
-
-    def changelog_manifests(self, snap: Snapshot) -> list[ManifestFileMeta]:
-        if not snap.changelog_manifest_list:
-            return []
-        return self.manifest_list(snap.changelog_manifest_list)
-
-    def _read(self, metas: list[ManifestFileMeta]) -> list[ManifestEntry]:
-        self.prefetch(metas)
-        return [e for m in metas for e in self.entries(m.file_name)]
-
-    def live_entries(self, snap: Snapshot) -> list[ManifestEntry]:
-        """Data files live in `snap` (base + delta merged, as a reader sees them)."""
-        return merge_entries(self._read(self.data_manifests(snap)))
-
     def delta_entries(self, snap: Snapshot) -> list[ManifestEntry]:
-        return self._read(self.manifest_list(snap.delta_manifest_list))
+        return self.read_entries(self.read_list(snap.delta_manifest_list))
 
     def changelog_entries(self, snap: Snapshot) -> list[ManifestEntry]:
-        return self._read(self.changelog_manifests(snap))
+        return self.read_entries(self.changelog_manifests(snap))
 
     def all_entries(self, snap: Snapshot) -> list[ManifestEntry]:
         """Every entry of every manifest a snapshot names (ADD and DELETE, data and changelog)."""
-        return self._read(self.data_manifests(snap) + self.changelog_manifests(snap))
+        return self.read_entries(self.data_manifests(snap) + self.changelog_manifests(snap))
 
     def metadata_names(self, snap: Snapshot) -> set[str]:
         """Names under `manifest/` a snapshot needs: its lists and the manifests in them
@@ -260,7 +233,7 @@ class ReferenceScan:
         todo = [m for m in metas if m.file_name not in self._manifests_done]
         refs.prefetch(todo)
         for m in todo:
-            for e in refs.entries(m.file_name):
+            for e in refs.read_manifest(m.file_name):
                 f = e.file
                 self.names.add(f.file_name)
                 self.names.update(x.rsplit("/", 1)[-1] for x in f.extra_files)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +20,8 @@ from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
 
 PartitionPredicate = Callable[[dict[str, Any]], bool]
+#: manifests read at once (object stores reward concurrency; each read is one GET)
+MANIFEST_READ_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,10 @@ class Split:
 
 
 class FileStoreScan:
+    """Reads a snapshot's manifest lists and manifests: the one implementation planning, reads
+    and cleanup (`references.TableReferences`, which adds a cache) share. A failed read raises;
+    callers that delete decide to delete less."""
+
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
         self.file_io = file_io
         self.table_path = table_path
@@ -46,17 +52,33 @@ class FileStoreScan:
         self.manifest_list = ManifestList(file_io, table_path, schema.options)
         self.manifest_file = ManifestFile(file_io, table_path, self.partition_types, schema.options)
 
-    def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
-        return (self.manifest_list.read(snapshot.base_manifest_list)
-                + self.manifest_list.read(snapshot.delta_manifest_list))
+    def read_list(self, file_name: str) -> list[ManifestFileMeta]:
+        return self.manifest_list.read(file_name)
 
-    def read_entries(self, metas: list[ManifestFileMeta]) -> list[ManifestEntry]:
-        """All entries of the given manifests, read in parallel (order preserved)."""
-        if len(metas) <= 1:
-            return [e for m in metas for e in self.manifest_file.read(m.file_name)]
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            chunks = list(pool.map(lambda m: self.manifest_file.read(m.file_name), metas))
-        return [e for chunk in chunks for e in chunk]
+    def read_manifest(self, file_name: str) -> list[ManifestEntry]:
+        return self.manifest_file.read(file_name)
+
+    def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        return (self.read_list(snapshot.base_manifest_list)
+                + self.read_list(snapshot.delta_manifest_list))
+
+    def changelog_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        if not snapshot.changelog_manifest_list:
+            return []
+        return self.read_list(snapshot.changelog_manifest_list)
+
+    def read_manifests(self, names: Sequence[str]) -> dict[str, list[ManifestEntry]]:
+        """Entries of each named manifest (each read once), in parallel."""
+        todo = list(dict.fromkeys(names))
+        if len(todo) <= 1:
+            return {n: self.read_manifest(n) for n in todo}
+        with ThreadPoolExecutor(max_workers=MANIFEST_READ_THREADS) as pool:
+            return dict(zip(todo, pool.map(self.read_manifest, todo)))
+
+    def read_entries(self, metas: Sequence[ManifestFileMeta]) -> list[ManifestEntry]:
+        """All entries of the given manifests, in their order."""
+        read = self.read_manifests([m.file_name for m in metas])
+        return [e for m in metas for e in read[m.file_name]]
 
     def live_entries(self, snapshot: Snapshot | None,
                      partition_filter: PartitionPredicate | None = None) -> list[ManifestEntry]:

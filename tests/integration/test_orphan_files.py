@@ -184,6 +184,20 @@ def test_a_failed_read_deletes_nothing(catalog, later):
         assert files(t) == left
 
 
+def test_a_damaged_manifest_read_in_parallel_deletes_nothing(catalog, later):
+    """Manifests are read several at once; any one failing aborts the whole run."""
+    t = make_table(catalog)
+    plant(t)
+    left = files(t)
+    scan = FileStoreScan(t.file_io, t.path, t.table_schema)
+    metas = scan.data_manifests(t.latest_snapshot())
+    assert len(metas) > 1  # the parallel path
+    t.file_io.write_bytes(t.file_io.join(t.path, "manifest", metas[-1].file_name), b"not avro")
+    with pytest.raises(lf.LakeformatError, match="nothing deleted: cannot read"):
+        t.remove_orphan_files()
+    assert files(t) == left
+
+
 def test_a_tag_keeps_what_expired_snapshots_shared(catalog, later):
     t = make_table(catalog)
     TagManager(t.file_io, t.path).create("v1", t.snapshots()[0])

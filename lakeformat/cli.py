@@ -417,11 +417,14 @@ def run(args: argparse.Namespace) -> int:
         _print(result.to_dict() if args.json else str(result), args.json)
     elif cmd == "tag":
         if args.action == "list":
-            _print(table.list_tags(), args.json)
+            tags = table.list_tags()
+            _print([x.to_dict() for x in tags] if args.json else [str(x) for x in tags],
+                   args.json)
         elif not args.name:
             raise UsageError(f"tag {args.action} needs a tag name")
         elif args.action == "create":
-            _print(table.create_tag(args.name, args.snapshot, args.time_retained), args.json)
+            info = table.create_tag(args.name, args.snapshot, args.time_retained)
+            _print(info.to_dict() if args.json else str(info), args.json)
         else:
             result = table.delete_tag(args.name, dry_run=args.dry_run)
             _print(result.to_dict() if args.json else str(result), args.json)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -33,6 +34,33 @@ class CommitResult:
                 f"{self.bytes_added} bytes in {self.duration_s:.2f}s"
                 + (f", renumbered {self.rewrites}x after concurrent commits"
                    if self.rewrites else ""))
+
+
+@dataclass(frozen=True)
+class TagInfo:
+    """A tag as `create_tag` made it or `list_tags` found it: the snapshot it keeps from expiry,
+    that snapshot's commit time (epoch millis), when the tag was created (local wall-clock time,
+    as Paimon stores it) and how long it lives (None: until deleted)."""
+
+    name: str
+    snapshot_id: int
+    schema_id: int
+    commit_time: int | None
+    create_time: dt.datetime | None = None
+    time_retained: dt.timedelta | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        ct, tr = self.create_time, self.time_retained
+        return {"name": self.name, "snapshot_id": self.snapshot_id, "schema_id": self.schema_id,
+                "commit_time": self.commit_time,
+                "create_time": ct.isoformat() if ct else None,
+                "time_retained_s": tr.total_seconds() if tr else None}
+
+    def __str__(self) -> str:
+        created = f", created {self.create_time.isoformat(sep=' ')}" if self.create_time else ""
+        kept = f", expires {self.time_retained} after creation" if self.time_retained else ""
+        return (f"tag {self.name}: snapshot {self.snapshot_id} (schema {self.schema_id})"
+                f"{created}{kept}")
 
 
 @dataclass

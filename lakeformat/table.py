@@ -30,7 +30,7 @@ from lakeformat.operation.read import TableRead
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.operation.write import write_table
 from lakeformat.options import CoreOptions, parse_bool
-from lakeformat.results import CommitResult, CompactResult, MaintenanceResult
+from lakeformat.results import CommitResult, CompactResult, MaintenanceResult, TagInfo
 from lakeformat.schema.alter import apply_changes
 from lakeformat.schema.merging import (
     EXPLICIT_CAST,
@@ -333,10 +333,10 @@ class Table:
                                  expiration_time, dry_run)
 
     def create_tag(self, name: str, snapshot_id: int | None = None,
-                   time_retained: OlderThan = None) -> dict[str, Any]:
+                   time_retained: OlderThan = None) -> TagInfo:
         """Tag a snapshot (latest by default); a tag keeps its files from expiry."""
         from lakeformat.operation.tags import create_tag
-        return create_tag(self.file_io, self.path, name, snapshot_id, time_retained).to_dict()
+        return create_tag(self.file_io, self.path, name, snapshot_id, time_retained)
 
     def delete_tag(self, name: str, dry_run: bool = False) -> MaintenanceResult:
         """Delete a tag and the files only it still held."""
@@ -344,8 +344,10 @@ class Table:
         return delete_tag(self.file_io, self.path, self.refresh()._schema, self.name, name,
                           dry_run)
 
-    def list_tags(self) -> list[dict[str, Any]]:
-        return [t.to_dict() for t in TagManager(self.file_io, self.path).tags()]
+    def list_tags(self) -> list[TagInfo]:
+        """Every tag, ordered by tagged snapshot id then name."""
+        from lakeformat.operation.tags import list_tags
+        return list_tags(self.file_io, self.path)
 
     def rollback_to(self, target: int | str) -> MaintenanceResult:
         """Make a snapshot id (int) or tag (str) the latest: later snapshots and tags are

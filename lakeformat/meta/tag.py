@@ -41,14 +41,6 @@ class Tag:
         raw = self.snapshot.extra.get("tagTimeRetained")
         return None if raw is None else dt.timedelta(seconds=float(raw))
 
-    def to_dict(self) -> dict:
-        ct = self.create_time
-        tr = self.time_retained
-        return {"name": self.name, "snapshot_id": self.snapshot_id,
-                "schema_id": self.snapshot.schema_id, "commit_time": self.snapshot.time_millis,
-                "create_time": ct.isoformat() if ct else None,
-                "time_retained_s": tr.total_seconds() if tr else None}
-
 
 def check_tag_name(name: str) -> str:
     if not name or not _NAME.match(name) or name.isdigit():

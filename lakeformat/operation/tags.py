@@ -18,13 +18,23 @@ from lakeformat.meta.tag import Tag, TagManager, check_tag_name
 from lakeformat.operation.cleanup import delete_paths
 from lakeformat.operation.references import TableReferences
 from lakeformat.options import parse_duration
-from lakeformat.results import MaintenanceResult
+from lakeformat.results import MaintenanceResult, TagInfo
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
 
 
+def tag_info(tag: Tag) -> TagInfo:
+    return TagInfo(tag.name, tag.snapshot_id, tag.snapshot.schema_id, tag.snapshot.time_millis,
+                   tag.create_time, tag.time_retained)
+
+
+def list_tags(file_io: FileIO, table_path: str) -> list[TagInfo]:
+    """Every tag, ordered by tagged snapshot id then name."""
+    return [tag_info(t) for t in TagManager(file_io, table_path).tags()]
+
+
 def create_tag(file_io: FileIO, table_path: str, name: str, snapshot_id: int | None = None,
-               time_retained: dt.timedelta | str | None = None) -> Tag:
+               time_retained: dt.timedelta | str | None = None) -> TagInfo:
     check_tag_name(name)
     sm = SnapshotManager(file_io, table_path)
     if snapshot_id is None:
@@ -42,7 +52,7 @@ def create_tag(file_io: FileIO, table_path: str, name: str, snapshot_id: int | N
     if time_retained is not None and not isinstance(time_retained, dt.timedelta):
         raise InvalidOptionError(f"time_retained must be a timedelta or duration text, got "
                                  f"{time_retained!r}")
-    return TagManager(file_io, table_path).create(name, snap, time_retained)
+    return tag_info(TagManager(file_io, table_path).create(name, snap, time_retained))
 
 
 def delete_tag(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,

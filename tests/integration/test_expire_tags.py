@@ -120,7 +120,7 @@ def test_tags_keep_files_and_delete_tag_frees_them(catalog):
     assert r.snapshots_deleted == [1, 2, 3, 4] and r.data_files_deleted == 0
     assert sorted(t.read(tag="before_overwrite").to_pylist(), key=lambda r: r["id"]) == tagged
     [info] = t.list_tags()
-    assert info["name"] == "before_overwrite" and info["snapshot_id"] == 3
+    assert info.name == "before_overwrite" and info.snapshot_id == 3
     before = all_files(t)
     dry = t.delete_tag("before_overwrite", dry_run=True)
     assert all_files(t) == before
@@ -160,8 +160,23 @@ def test_tag_errors(catalog):
     with pytest.raises(lf.LakeformatError, match="does not exist"):
         t.delete_tag("nope")
     t.create_tag("ttl", time_retained="7 d")
-    ttl = {x["name"]: x for x in t.list_tags()}["ttl"]
-    assert ttl["time_retained_s"] == 7 * 86400
+    ttl = {x.name: x for x in t.list_tags()}["ttl"]
+    assert ttl.time_retained.total_seconds() == 7 * 86400
+    assert ttl.to_dict()["time_retained_s"] == 7 * 86400
+
+
+def test_tag_info_prints_and_converts_to_the_plain_dict(catalog):
+    t = make(catalog, 2)
+    info = t.create_tag("eod", 1, time_retained="1 d")
+    assert (info.name, info.snapshot_id, info.schema_id) == ("eod", 1, 0)
+    assert info.commit_time == t.snapshots()[0].time_millis
+    assert info.time_retained == dt.timedelta(days=1) and info.create_time is not None
+    assert info.to_dict() == {"name": "eod", "snapshot_id": 1, "schema_id": 0,
+                              "commit_time": info.commit_time,
+                              "create_time": info.create_time.isoformat(),
+                              "time_retained_s": 86400.0}
+    assert "tag eod: snapshot 1" in str(info)
+    assert t.list_tags() == [info]
 
 
 def test_rollback_to_snapshot_and_to_expired_tag(catalog):
@@ -171,7 +186,7 @@ def test_rollback_to_snapshot_and_to_expired_tag(catalog):
     t.create_tag("at4", 4)
     r = t.rollback_to(3)
     assert r.snapshots_deleted == [5, 4] and r.latest_snapshot == 3
-    assert [x["name"] for x in t.list_tags()] == ["at2"]  # tags of later snapshots go
+    assert [x.name for x in t.list_tags()] == ["at2"]  # tags of later snapshots go
     assert sorted(t.read().to_pylist(), key=lambda x: x["id"]) == reads[3]
     t.write(pa.table({"id": [9], "v": [9]}))
     assert t.snapshots()[-1].id == 4  # commits continue after the rollback point

@@ -234,7 +234,7 @@ def test_tags_survive_expiry_and_delete_tag_frees_only_its_files(s3_catalog, s3_
     assert rows_of(t.read(tag="before-overwrite")) == expected[3]
     assert rows_of(t.read(tag="mid")) == expected[5]
     assert rows_of(t.read()) == expected[8]
-    assert {x["name"] for x in t.list_tags()} == {"before-overwrite", "mid"}
+    assert {x.name for x in t.list_tags()} == {"before-overwrite", "mid"}
 
     client = boto3_client(s3_server)
     # files the tag holds that neither the latest snapshot nor the other tag uses
@@ -253,4 +253,4 @@ def test_tags_survive_expiry_and_delete_tag_frees_only_its_files(s3_catalog, s3_
     # nothing the other tag or the latest snapshot reads went
     assert rows_of(t.read(tag="mid")) == expected[5]
     assert rows_of(t.read()) == expected[8]
-    assert [x["name"] for x in t.list_tags()] == ["mid"]
+    assert [x.name for x in t.list_tags()] == ["mid"]

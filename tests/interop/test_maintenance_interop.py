@@ -86,7 +86,7 @@ class History:
         for sid in ids:
             assert rows(paimon_read(table, sid)) == self.snapshots[sid], f"{what}: snap {sid}"
             assert rows(lt.read(snapshot_id=sid)) == self.snapshots[sid], f"{what}: lf {sid}"
-        assert sorted(x["name"] for x in lt.list_tags()) == sorted(self.tags), what
+        assert sorted(x.name for x in lt.list_tags()) == sorted(self.tags), what
         assert sorted(table.list_tags()) == sorted(self.tags), what
         for name, want in self.tags.items():
             assert rows(paimon_tag_read(table, name)) == want, f"{what}: tag {name}"
@@ -140,7 +140,7 @@ def test_lakeformat_maintenance_of_a_pypaimon_table(paimon, lake):
     h.check("after expiry")
 
     # schema 0 (tag p3), 1 (files of snapshot 4, live in 6), 3 (tag lf5) and 4 (latest) stay
-    used = {s.schema_id for s in lt.snapshots()} | {x["schema_id"] for x in lt.list_tags()}
+    used = {s.schema_id for s in lt.snapshots()} | {x.schema_id for x in lt.list_tags()}
     res = lt.clean_schemas(retain_min=1, older_than=dt.datetime.now())
     deleted_ids = sorted(int(p.rsplit("-", 1)[1]) for p in res.deleted)
     assert deleted_ids == [2]

@@ -66,10 +66,6 @@ class RollingKeyValueFileWriter(KeyValueFileWriter):
         self._results: list[DataFileMeta] = []
         self._paths: list[str] = []
 
-    @property
-    def written_paths(self) -> list[str]:
-        return list(self._paths)
-
     def append(self, kv: pa.Table) -> None:
         if kv.num_rows == 0:
             return

@@ -49,10 +49,6 @@ def null_bits_width(arity: int) -> int:
     return ((arity + 63 + HEADER_BITS) // 64) * 8
 
 
-def fixed_part_size(arity: int) -> int:
-    return null_bits_width(arity) + 8 * arity
-
-
 def round_to_word(n: int) -> int:
     return (n + 7) & ~7
 

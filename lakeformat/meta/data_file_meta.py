@@ -120,10 +120,6 @@ class DataFileMeta:
     first_row_id: int | None = None
     write_cols: tuple[str, ...] | None = None
 
-    def with_level(self, level: int) -> DataFileMeta:
-        """Same file at another level (no check; see :meth:`upgrade` for the LSM move)."""
-        return dataclasses.replace(self, level=level)
-
     def upgrade(self, new_level: int) -> DataFileMeta:
         """The file moved up the LSM tree without rewriting, as compaction's upgrade does."""
         if new_level <= self.level:
@@ -218,10 +214,6 @@ class ManifestEntry:
     def file_name(self) -> str:
         return self.file.file_name
 
-    @property
-    def is_add(self) -> bool:
-        return self.kind == FileKind.ADD
-
     def with_kind(self, kind: int) -> ManifestEntry:
         """The same file with another kind; a commit deletes a live file this way."""
         return dataclasses.replace(self, kind=FileKind(kind))
@@ -264,10 +256,6 @@ class ManifestFileMeta:
     max_level: int | None = None
     min_row_id: int | None = None
     max_row_id: int | None = None
-
-    @property
-    def num_entries(self) -> int:
-        return self.num_added_files + self.num_deleted_files
 
     def to_avro(self) -> dict[str, Any]:
         return {

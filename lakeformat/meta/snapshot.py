@@ -11,7 +11,6 @@ from lakeformat.layout import EARLIEST, LATEST, SNAPSHOT_PREFIX, TablePaths, num
 from lakeformat.storage import FileIO
 
 BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX: what batch writers use
-COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE")
 
 # JSON key -> attribute, in the order Java writes them.
 _KEYS = [

@@ -76,10 +76,6 @@ class TableReferences(FileStoreScan):
     def changelog_entries(self, snap: Snapshot) -> list[ManifestEntry]:
         return self.read_entries(self.changelog_manifests(snap))
 
-    def all_entries(self, snap: Snapshot) -> list[ManifestEntry]:
-        """Every entry of every manifest a snapshot names (ADD and DELETE, data and changelog)."""
-        return self.read_entries(self.data_manifests(snap) + self.changelog_manifests(snap))
-
     def metadata_names(self, snap: Snapshot) -> set[str]:
         """Names under `manifest/` a snapshot needs: its lists and the manifests in them
         (the index manifest by name: lakeformat never deletes index files it cannot read)."""

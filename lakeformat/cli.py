@@ -303,7 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--dry-run", action="store_true")
     sp = add("rollback", "make a snapshot or tag the latest state")
     sp.add_argument("target", help="snapshot id or tag name")
-    add("snapshots", "list snapshots")
+    sp = add("snapshots", "list snapshots")
+    sp.add_argument("--commit-user", help="only the snapshots of this commit user ...")
+    sp.add_argument("--commit-identifier", type=int, metavar="N",
+                    help="... and identifier: did a commit land?")
     add("schemas", "list schema versions")
     sp = add("files", "list live data files")
     sp.add_argument("--snapshot", type=int)
@@ -439,9 +442,17 @@ def run(args: argparse.Namespace) -> int:
             result = table.delete_tag(args.name, dry_run=args.dry_run)
             _print(result.to_dict() if args.json else str(result), args.json)
     elif cmd == "snapshots":
-        _print([s.to_dict() for s in table.snapshots()] if args.json else
+        snaps = table.snapshots()
+        if args.commit_identifier is not None:
+            if args.commit_user is None:
+                raise UsageError("--commit-identifier needs --commit-user")
+            snaps = table.find_commit(args.commit_user, args.commit_identifier)
+        elif args.commit_user is not None:
+            snaps = [s for s in snaps if s.commit_user == args.commit_user]
+        _print([s.to_dict() for s in snaps] if args.json else
                [f"{s.id}\t{s.commit_kind}\tschema {s.schema_id}\t{s.total_record_count} records"
-                f"\t{s.time_millis}" for s in table.snapshots()], args.json)
+                f"\t{s.time_millis}\t{s.commit_user}\t{s.commit_identifier}" for s in snaps],
+               args.json)
     elif cmd == "schemas":
         _print([json.loads(s.to_json()) for s in table.schemas()] if args.json else
                [f"{s.id}\t{', '.join(f'{f.name} {f.type}' for f in s.fields)}\t{s.options}"

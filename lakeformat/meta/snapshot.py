@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from lakeformat.errors import CorruptFileError
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
 
 SNAPSHOT_PREFIX = "snapshot-"
 LATEST = "LATEST"
@@ -185,7 +185,7 @@ class SnapshotManager:
         """
         ids = [i for i in self.snapshot_ids() if since is None or i > since]
         found = []
-        for snap in _parallel(self._snapshot_or_none, ids):
+        for snap in parallel_map(self._snapshot_or_none, ids):
             if (snap is not None and snap.commit_user == commit_user
                     and snap.commit_identifier == commit_identifier):
                 found.append(snap)
@@ -212,10 +212,3 @@ class SnapshotManager:
         except OSError:
             pass
 
-
-def _parallel(fn, items: list) -> list:
-    """`fn` over items, a few at a time: object stores answer small GETs in parallel well."""
-    if len(items) <= 1:
-        return [fn(i) for i in items]
-    with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
-        return list(pool.map(fn, items))

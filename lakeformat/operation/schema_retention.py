@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from lakeformat.errors import InvalidOptionError, LakeformatError
 from lakeformat.operation.cleanup import OlderThan, past_cutoff_millis
@@ -29,6 +28,7 @@ from lakeformat.results import MaintenanceResult
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
 
 SCHEMA_NUM_RETAINED_MIN = "schema.num-retained.min"
 SCHEMA_TIME_RETAINED = "schema.time-retained"
@@ -75,8 +75,7 @@ def plan(schemas: SchemaManager, ids: list[int], used: set[int], retain_min: int
     protected = set(ids[-retain_min:]) | used
     pairs = [(sid, ids[i + 1]) for i, sid in enumerate(ids[:-1]) if sid not in protected]
     needed = sorted({x for pair in pairs for x in pair})
-    with ThreadPoolExecutor(max_workers=8) as pool:  # object stores reward concurrency
-        times = dict(zip(needed, pool.map(lambda k: _time_of(schemas, k), needed)))
+    times = dict(zip(needed, parallel_map(lambda k: _time_of(schemas, k), needed)))
     # the successor is the schema that replaced it (or a later one, if that is gone)
     return [sid for sid, successor in pairs
             if 0 < times[sid] < cutoff and 0 < times[successor] < cutoff]

@@ -94,7 +94,7 @@ class CleanupAbortedError(LakeformatError):
     deleting anything because it could not read something it must check."""
 
 
-# -- commits ---------------------------------------------------------------------------------------
+# -- commits ------------------------------------------------------------------------------------------
 class CommitError(LakeformatError):
     """Base of the commit outcomes below."""
 

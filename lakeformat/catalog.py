@@ -17,11 +17,12 @@ from lakeformat.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
+from lakeformat.operation.merge_schema import validate_table_schema
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import new_schema
 from lakeformat.schema.types import DataField, assign_field_ids, from_arrow
 from lakeformat.storage import FileIO, get_file_io
-from lakeformat.table import Table, validate_table_schema
+from lakeformat.table import Table
 
 DB_SUFFIX = ".db"
 _BAD = re.compile(r"[\x00-\x1f\x7f/\\]")

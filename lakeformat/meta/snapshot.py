@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -172,6 +173,30 @@ class SnapshotManager:
     def snapshots(self) -> list[Snapshot]:
         return [self.snapshot(i) for i in self.snapshot_ids()]
 
+    def find_commit(self, commit_user: str, commit_identifier: int,
+                    since: int | None = None) -> list[Snapshot]:
+        """The snapshots (oldest first) committed by `commit_user` with `commit_identifier`,
+        among those still retained (after `since` when given). One job's commit can be several
+        snapshots (a compaction's partition groups), all carrying the same pair.
+
+        Paimon's writers keep one identifier sequence per user and treat every identifier up to
+        the user's latest as committed; here the pair must match exactly, so that a backfill of an
+        older logical date (a smaller identifier) is not mistaken for one already written.
+        """
+        ids = [i for i in self.snapshot_ids() if since is None or i > since]
+        found = []
+        for snap in _parallel(self._snapshot_or_none, ids):
+            if (snap is not None and snap.commit_user == commit_user
+                    and snap.commit_identifier == commit_identifier):
+                found.append(snap)
+        return found
+
+    def _snapshot_or_none(self, snapshot_id: int) -> Snapshot | None:
+        try:
+            return self.snapshot(snapshot_id)
+        except FileNotFoundError:  # expired while we looked
+            return None
+
     def commit_latest_hint(self, snapshot_id: int) -> None:
         """Best effort, as in Paimon: a stale hint is corrected by the existence check."""
         try:
@@ -187,3 +212,10 @@ class SnapshotManager:
         except OSError:
             pass
 
+
+def _parallel(fn, items: list) -> list:
+    """`fn` over items, a few at a time: object stores answer small GETs in parallel well."""
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
+        return list(pool.map(fn, items))

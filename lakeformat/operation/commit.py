@@ -96,12 +96,16 @@ class SequenceConflict(CommitConflictError):
 
 class FileStoreCommit:
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
-                 commit_user: str | None = None):
+                 commit_user: str | None = None, commit_identifier: int | None = None):
         self.file_io = file_io
         self.table_path = table_path
         self.schema = schema
         self.options = CoreOptions(schema.options)
         self.commit_user = commit_user or str(uuidlib.uuid4())
+        self.commit_identifier = (BATCH_COMMIT_IDENTIFIER if commit_identifier is None
+                                  else commit_identifier)
+        #: the data-file entries (delta manifests) of the last snapshot this committer published
+        self.committed_entries: list[ManifestEntry] = []
         self.snapshots = SnapshotManager(file_io, table_path)
         self.schemas = SchemaManager(file_io, table_path)
         self.scan = FileStoreScan(file_io, table_path, schema)
@@ -140,8 +144,9 @@ class FileStoreCommit:
         while True:
             latest = self.snapshots.latest_snapshot()
             if attempt > 0:
-                landed = self._find_landed(seen_latest, latest, kind)
+                landed = self.find_landed(seen_latest, latest, kind)
                 if landed is not None:
+                    self.committed_entries = self.delta_entries(landed)
                     return landed
                 self._settle_ambiguous(latest)
             seen_latest = latest.id if latest else None
@@ -166,6 +171,7 @@ class FileStoreCommit:
             snap = self._try_commit(latest, entries, kind, changelog)
             if snap is not None:
                 self.snapshots.commit_latest_hint(snap.id)
+                self.committed_entries = entries
                 return snap
             attempt += 1
             elapsed = time.monotonic() - start
@@ -176,6 +182,11 @@ class FileStoreCommit:
                     f"{(latest.id + 1) if latest else 1} kept being taken by other writers")
             time.sleep(wait * (1 + random.random() * 0.2))
             wait = min(wait * 2, self.options.commit_max_retry_wait)
+
+    def delta_entries(self, snap: Snapshot) -> list[ManifestEntry]:
+        """What a published snapshot changed in data files (its delta manifests): read back only
+        for a commit found landed, whose entries this committer did not publish itself."""
+        return self.scan.read_entries(self.scan.manifest_list.read(snap.delta_manifest_list))
 
     # -- steps ---------------------------------------------------------------------------------
     @staticmethod
@@ -261,7 +272,7 @@ class FileStoreCommit:
                 changelog_manifest_list_size=changelog_size,
                 changelog_record_count=changelog_rows,
                 index_manifest=latest.index_manifest if latest else None,
-                commit_user=self.commit_user, commit_identifier=BATCH_COMMIT_IDENTIFIER,
+                commit_user=self.commit_user, commit_identifier=self.commit_identifier,
                 commit_kind=kind, time_millis=int(time.time() * 1000),
                 total_record_count=((latest.total_record_count or 0) if latest else 0)
                 + added - removed,
@@ -332,7 +343,7 @@ class FileStoreCommit:
             "landed; otherwise run the job again (remove_orphan_files removes the files it "
             "left)", path=path, snapshot_id=snap.id, commit_user=self.commit_user) from last
 
-    def _find_landed(self, seen: int | None, latest: Snapshot | None, kind: str) -> Snapshot | None:
+    def find_landed(self, seen: int | None, latest: Snapshot | None, kind: str) -> Snapshot | None:
         """A commit of ours that landed even though the attempt looked failed (Paimon's rule)."""
         if latest is None:
             return None
@@ -342,7 +353,7 @@ class FileStoreCommit:
             except FileNotFoundError:
                 continue
             if (s.commit_user == self.commit_user and s.commit_kind == kind
-                    and s.commit_identifier == BATCH_COMMIT_IDENTIFIER):
+                    and s.commit_identifier == self.commit_identifier):
                 return s
         return None
 

@@ -261,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "(write.merge-schema)")
             sp.add_argument("-W", "--write-option", action="append", metavar="KEY=VALUE",
                             help="write option, e.g. write.merge-schema.explicit-cast=true")
+        _add_commit_identity(sp)
     sp = add("read", "read rows (merge-on-read)")
     sp.add_argument("--columns", help="comma list")
     sp.add_argument("--where", action="append", metavar="COL=VALUE",
@@ -328,6 +329,14 @@ def _add_compact_parser(add: Any) -> None:
     sp.add_argument("--memory-budget", metavar="SIZE",
                     help="memory of the whole job, e.g. '512 mb' (default write-buffer-size)")
     sp.add_argument("--workers", type=int, help="parallel buckets (default: CPU count)")
+    _add_commit_identity(sp)
+
+
+def _add_commit_identity(sp: Any) -> None:
+    sp.add_argument("--commit-user", help="commitUser of the snapshot (default: a random one)")
+    sp.add_argument("--commit-identifier", type=int, metavar="N",
+                    help="with --commit-user: a run with a pair that already landed commits "
+                         "nothing again (e.g. the logical date as yyyymmdd)")
 
 
 _WHERE_OPS = ("!=", ">=", "<=", "=", ">", "<")
@@ -355,7 +364,8 @@ def _run_compact(table: Table, args: argparse.Namespace) -> None:
     result = table.compact(
         full=args.full, partitions=partitions, where=_where_terms(args.where),
         partition_idle_time=args.partition_idle_time, memory_budget=args.memory_budget,
-        workers=args.workers, progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+        workers=args.workers, progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+        commit_user=args.commit_user, commit_identifier=args.commit_identifier)
     _print(result.to_dict() if args.json else str(result), args.json)
 
 
@@ -388,9 +398,12 @@ def run(args: argparse.Namespace) -> int:
         if cmd == "write":
             result = table.write(data, overwrite=args.overwrite,
                                  merge_schema=True if args.merge_schema else None,
-                                 options=_kv(args.write_option, "write option"))
+                                 options=_kv(args.write_option, "write option"),
+                                 commit_user=args.commit_user,
+                                 commit_identifier=args.commit_identifier)
         else:
-            result = table.delete(data)
+            result = table.delete(data, commit_user=args.commit_user,
+                                  commit_identifier=args.commit_identifier)
         _print(result.to_dict() if args.json else str(result), args.json)
     elif cmd == "read":
         filt = _equality_filter(table, args.where)

@@ -54,6 +54,13 @@ class WriteUnit:
     rows: pa.Table  # this unit's rows in arrival order: value columns + _VALUE_KIND
     max_sequence_number: int
 
+    def __reduce__(self) -> tuple:
+        # in-process the rows are a zero-copy slice of the planned batch; shipped to another
+        # process (a Spark task) a unit carries a compact copy of its own rows only
+        own = self.rows.take(pa.array(np.arange(self.rows.num_rows, dtype=np.int64)))
+        return (WriteUnit, (self.partition, self.partition_values, self.bucket,
+                            self.total_buckets, own, self.max_sequence_number))
+
 
 class TableWrite:
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):

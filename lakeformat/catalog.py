@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from lakeformat.errors import (
     DatabaseAlreadyExistsError,
+    DatabaseNotEmptyError,
     DatabaseNotFoundError,
     InvalidIdentifierError,
     TableAlreadyExistsError,
@@ -109,7 +110,7 @@ class Catalog:
             raise DatabaseNotFoundError(f"database {name!r} does not exist")
         tables = self.list_tables(name)
         if tables and not cascade:
-            raise InvalidIdentifierError(
+            raise DatabaseNotEmptyError(
                 f"database {name!r} is not empty ({len(tables)} tables); use cascade=True")
         self.file_io.delete_dir(path)
 

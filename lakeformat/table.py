@@ -9,9 +9,11 @@ from typing import Any
 import pyarrow as pa
 
 from lakeformat.errors import (
+    InvalidArgumentError,
     InvalidOptionError,
-    LakeformatError,
+    SnapshotNotFoundError,
     TableNotFoundError,
+    TagNotFoundError,
 )
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
@@ -130,19 +132,19 @@ class Table:
     def _tag_snapshot(self, tag: str) -> Snapshot:
         try:
             return TagManager(self.file_io, self.path).get(tag).snapshot
-        except LakeformatError:
-            raise LakeformatError(f"tag {tag!r} does not exist in {self.name}") from None
+        except TagNotFoundError:
+            raise TagNotFoundError(f"tag {tag!r} does not exist in {self.name}") from None
 
     def _resolve_snapshot(self, snapshot_id: int | None, tag: str | None) -> Snapshot | None:
         if snapshot_id is not None and tag is not None:
-            raise LakeformatError("give either snapshot_id or tag, not both")
+            raise InvalidArgumentError("give either snapshot_id or tag, not both")
         if tag is not None:
             return self._tag_snapshot(tag)
         if snapshot_id is not None:
             try:
                 return self.snapshot_manager.snapshot(int(snapshot_id))
             except FileNotFoundError:
-                raise LakeformatError(
+                raise SnapshotNotFoundError(
                     f"snapshot {snapshot_id} of {self.name} does not exist (expired or never "
                     "written)") from None
         return self.snapshot_manager.latest_snapshot()

@@ -25,7 +25,6 @@ import uuid as uuidlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lakeformat import __version__
 from lakeformat.errors import (
     CommitConflictError,
     CommitFailedError,
@@ -45,6 +44,7 @@ from lakeformat.options import CoreOptions
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
+from lakeformat.version import __version__
 
 ADD, DELETE = FileKind.ADD, FileKind.DELETE
 #: times a snapshot is read back after its publish request failed

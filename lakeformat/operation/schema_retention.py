@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import time
 
-from lakeformat.errors import InvalidOptionError, LakeformatError
+from lakeformat.errors import CleanupAbortedError, InvalidOptionError, TableNotFoundError
 from lakeformat.operation.cleanup import OlderThan, past_cutoff_millis
 from lakeformat.operation.orphan_files import now_millis
 from lakeformat.operation.references import ReferenceScan
@@ -64,9 +64,9 @@ def _time_of(schemas: SchemaManager, schema_id: int) -> int:
     try:
         return schemas.schema(schema_id).time_millis
     except Exception as e:
-        raise LakeformatError(f"{OPERATION} of {schemas.table_path} aborted, nothing deleted: "
-                              f"cannot read schema {schema_id} "
-                              f"({schemas.schema_path(schema_id)}): {e}") from e
+        raise CleanupAbortedError(f"{OPERATION} of {schemas.table_path} aborted, nothing "
+                                  f"deleted: cannot read schema {schema_id} "
+                                  f"({schemas.schema_path(schema_id)}): {e}") from e
 
 
 def plan(schemas: SchemaManager, ids: list[int], used: set[int], retain_min: int, cutoff: int
@@ -86,8 +86,8 @@ def _list(file_io: FileIO, schemas: SchemaManager) -> dict[int, int]:
     try:
         listing = file_io.list_status(schemas.schema_dir)
     except Exception as e:
-        raise LakeformatError(f"{OPERATION} of {schemas.table_path} aborted, nothing deleted: "
-                              f"cannot list {schemas.schema_dir}: {e}") from e
+        raise CleanupAbortedError(f"{OPERATION} of {schemas.table_path} aborted, nothing "
+                                  f"deleted: cannot list {schemas.schema_dir}: {e}") from e
     out = {}
     for st in listing:
         m = _SCHEMA_FILE.match(st.path.rsplit("/", 1)[-1])
@@ -106,7 +106,7 @@ def clean_schemas(file_io: FileIO, table_path: str, schema: TableSchema, table_n
     sizes = _list(file_io, schemas)
     ids = list(sizes)
     if not ids:
-        raise LakeformatError(f"{table_path} holds no schema file: not a Paimon table")
+        raise TableNotFoundError(f"{table_path} holds no schema file: not a Paimon table")
     scan = ReferenceScan(file_io, table_path, schema, OPERATION)
     scan.scan_until_stable()
     candidates = plan(schemas, ids, scan.schema_ids, retain_min, cutoff)

@@ -14,7 +14,7 @@ whose inputs' sequence range overlaps a level-0 file added after its plan would 
 two tied records wins, so it is refused as a conflict.
 
 A publish whose outcome cannot be decided (the request failed, and reading the snapshot back
-failed too) raises `CommitOutcomeUnknownError` and deletes nothing.
+failed too) raises `CommitStateUnknownError` and deletes nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from lakeformat.errors import (
     CommitConflictError,
     CommitFailedError,
-    CommitOutcomeUnknownError,
+    CommitStateUnknownError,
 )
 from lakeformat.meta.data_file_meta import (
     DataFileMeta,
@@ -283,7 +283,7 @@ class FileStoreCommit:
             landed = self._publish(snap)
             if landed:
                 return snap
-        except CommitOutcomeUnknownError:
+        except CommitStateUnknownError:
             raise  # the snapshot may reference these files: delete nothing
         except BaseException:
             self._cleanup(written_manifests, written_lists)
@@ -302,7 +302,7 @@ class FileStoreCommit:
 
         A failed request may still have landed: the snapshot is read back (a few times) and
         its uuid decides. If that cannot be read either, the outcome is unknown and
-        `CommitOutcomeUnknownError` is raised: the caller must delete nothing.
+        `CommitStateUnknownError` is raised: the caller must delete nothing.
         """
         path = self.snapshots.snapshot_path(snap.id)
         try:
@@ -323,7 +323,7 @@ class FileStoreCommit:
 
     def _read_back(self, snap: Snapshot, path: str, error: Exception) -> bool | None:
         """Whether `snap` landed at `path` (None: nothing there). Raises
-        `CommitOutcomeUnknownError` when the snapshot cannot be read back."""
+        `CommitStateUnknownError` when the snapshot cannot be read back."""
         wait = self.options.commit_min_retry_wait
         last: Exception = error
         for attempt in range(READ_BACK_ATTEMPTS):
@@ -336,7 +336,7 @@ class FileStoreCommit:
                 return None
             except Exception as e:
                 last = e
-        raise CommitOutcomeUnknownError(
+        raise CommitStateUnknownError(
             f"publishing snapshot {snap.id} of {self.table_path} failed ({error}) and reading it "
             f"back failed too ({last}): it may or may not have landed. Nothing was deleted. "
             f"If snapshot {snap.id} exists with commitUser {self.commit_user} the commit "

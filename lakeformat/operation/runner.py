@@ -62,16 +62,18 @@ class UnitFailure:
     error: BaseException
 
 
-def captured(fn: Callable[[T], R]) -> Callable[[T], R | UnitFailure]:
-    """`fn` returning its exception as a `UnitFailure` instead of raising it."""
+class captured:  # noqa: N801 - used like a function: `runner.map(captured(fn), units)`
+    """`fn` returning its exception as a `UnitFailure` instead of raising it (a class, not a
+    closure, so that it pickles whenever `fn` does)."""
 
-    def run(unit: T) -> R | UnitFailure:
+    def __init__(self, fn: Callable[[Any], Any]):
+        self.fn = fn
+
+    def __call__(self, unit: Any) -> Any:
         try:
-            return fn(unit)
+            return self.fn(unit)
         except Exception as error:  # noqa: BLE001 - handed back to the driver unchanged
             return UnitFailure(error)
-
-    return run
 
 
 def split_failures(results: Sequence[Any]) -> tuple[list[Any], BaseException | None]:

@@ -1,30 +1,75 @@
-"""lakeformat: Apache Paimon primary-key tables in Python, on local disk and S3."""
+"""lakeformat: Apache Paimon primary-key tables in Python, on local disk and S3.
+
+`import lakeformat` stays cheap (no pyarrow, no numpy): Airflow parses DAG files every few
+seconds. The errors and the version load at once; `Catalog`, `Table` and the other classes load
+on first use (PEP 562), so `lakeformat.Catalog` and `from lakeformat import Table` work as usual.
+"""
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from lakeformat.catalog import Catalog, Identifier  # noqa: E402
-from lakeformat.errors import (  # noqa: E402
+from lakeformat.errors import (
+    RETRYABLE_ERRORS,
+    AlreadyExistsError,
+    CleanupAbortedError,
+    ColumnNotFoundError,
     CommitConflictError,
+    CommitError,
     CommitFailedError,
     CommitOutcomeUnknownError,
+    CommitStateUnknownError,
     CorruptFileError,
     DatabaseAlreadyExistsError,
+    DatabaseNotEmptyError,
     DatabaseNotFoundError,
     InputFileError,
+    InvalidArgumentError,
     InvalidFilterError,
     InvalidIdentifierError,
     InvalidOptionError,
     LakeformatError,
+    NotFoundError,
     SchemaMismatchError,
+    SnapshotNotFoundError,
     TableAlreadyExistsError,
     TableNotFoundError,
+    TagAlreadyExistsError,
+    TagNotFoundError,
     UnsupportedError,
 )
-from lakeformat.results import CommitResult  # noqa: E402
-from lakeformat.schema.schema_change import Move, SchemaChange  # noqa: E402
-from lakeformat.table import Table  # noqa: E402
+from lakeformat.version import __version__
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
+    from lakeformat.catalog import Catalog, Identifier
+    from lakeformat.results import CommitResult
+    from lakeformat.schema.schema_change import Move, SchemaChange
+    from lakeformat.table import Table
+
+#: public name -> the module defining it, imported on first access
+_LAZY = {
+    "Catalog": "lakeformat.catalog",
+    "Identifier": "lakeformat.catalog",
+    "Table": "lakeformat.table",
+    "CommitResult": "lakeformat.results",
+    "SchemaChange": "lakeformat.schema.schema_change",
+    "Move": "lakeformat.schema.schema_change",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lakeformat' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "Catalog", "Identifier", "Table", "CommitResult", "SchemaChange", "Move",
@@ -35,4 +80,9 @@ __all__ = [
     "DatabaseNotFoundError",
     "DatabaseAlreadyExistsError", "TableNotFoundError", "TableAlreadyExistsError",
     "__version__",
+    # the rest of the error taxonomy (errors.py)
+    "NotFoundError", "SnapshotNotFoundError", "TagNotFoundError", "AlreadyExistsError",
+    "TagAlreadyExistsError", "DatabaseNotEmptyError", "InvalidArgumentError",
+    "ColumnNotFoundError", "CleanupAbortedError", "CommitError", "CommitStateUnknownError",
+    "RETRYABLE_ERRORS",
 ]

@@ -11,16 +11,18 @@ import pyarrow as pa
 
 from lakeformat.errors import (
     DatabaseAlreadyExistsError,
+    DatabaseNotEmptyError,
     DatabaseNotFoundError,
     InvalidIdentifierError,
     TableAlreadyExistsError,
     TableNotFoundError,
 )
+from lakeformat.operation.merge_schema import validate_table_schema
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import new_schema
 from lakeformat.schema.types import DataField, assign_field_ids, from_arrow
 from lakeformat.storage import FileIO, get_file_io
-from lakeformat.table import Table, validate_table_schema
+from lakeformat.table import Table
 
 DB_SUFFIX = ".db"
 _BAD = re.compile(r"[\x00-\x1f\x7f/\\]")
@@ -108,7 +110,7 @@ class Catalog:
             raise DatabaseNotFoundError(f"database {name!r} does not exist")
         tables = self.list_tables(name)
         if tables and not cascade:
-            raise InvalidIdentifierError(
+            raise DatabaseNotEmptyError(
                 f"database {name!r} is not empty ({len(tables)} tables); use cascade=True")
         self.file_io.delete_dir(path)
 

@@ -261,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "(write.merge-schema)")
             sp.add_argument("-W", "--write-option", action="append", metavar="KEY=VALUE",
                             help="write option, e.g. write.merge-schema.explicit-cast=true")
+        _add_commit_identity(sp)
     sp = add("read", "read rows (merge-on-read)")
     sp.add_argument("--columns", help="comma list")
     sp.add_argument("--where", action="append", metavar="COL=VALUE",
@@ -302,7 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--dry-run", action="store_true")
     sp = add("rollback", "make a snapshot or tag the latest state")
     sp.add_argument("target", help="snapshot id or tag name")
-    add("snapshots", "list snapshots")
+    sp = add("snapshots", "list snapshots")
+    sp.add_argument("--commit-user", help="only the snapshots of this commit user ...")
+    sp.add_argument("--commit-identifier", type=int, metavar="N",
+                    help="... and identifier: did a commit land?")
     add("schemas", "list schema versions")
     sp = add("files", "list live data files")
     sp.add_argument("--snapshot", type=int)
@@ -328,6 +332,14 @@ def _add_compact_parser(add: Any) -> None:
     sp.add_argument("--memory-budget", metavar="SIZE",
                     help="memory of the whole job, e.g. '512 mb' (default write-buffer-size)")
     sp.add_argument("--workers", type=int, help="parallel buckets (default: CPU count)")
+    _add_commit_identity(sp)
+
+
+def _add_commit_identity(sp: Any) -> None:
+    sp.add_argument("--commit-user", help="commitUser of the snapshot (default: a random one)")
+    sp.add_argument("--commit-identifier", type=int, metavar="N",
+                    help="with --commit-user: a run with a pair that already landed commits "
+                         "nothing again (e.g. the logical date as yyyymmdd)")
 
 
 _WHERE_OPS = ("!=", ">=", "<=", "=", ">", "<")
@@ -355,7 +367,8 @@ def _run_compact(table: Table, args: argparse.Namespace) -> None:
     result = table.compact(
         full=args.full, partitions=partitions, where=_where_terms(args.where),
         partition_idle_time=args.partition_idle_time, memory_budget=args.memory_budget,
-        workers=args.workers, progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+        workers=args.workers, progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+        commit_user=args.commit_user, commit_identifier=args.commit_identifier)
     _print(result.to_dict() if args.json else str(result), args.json)
 
 
@@ -388,9 +401,12 @@ def run(args: argparse.Namespace) -> int:
         if cmd == "write":
             result = table.write(data, overwrite=args.overwrite,
                                  merge_schema=True if args.merge_schema else None,
-                                 options=_kv(args.write_option, "write option"))
+                                 options=_kv(args.write_option, "write option"),
+                                 commit_user=args.commit_user,
+                                 commit_identifier=args.commit_identifier)
         else:
-            result = table.delete(data)
+            result = table.delete(data, commit_user=args.commit_user,
+                                  commit_identifier=args.commit_identifier)
         _print(result.to_dict() if args.json else str(result), args.json)
     elif cmd == "read":
         filt = _equality_filter(table, args.where)
@@ -429,9 +445,17 @@ def run(args: argparse.Namespace) -> int:
             result = table.delete_tag(args.name, dry_run=args.dry_run)
             _print(result.to_dict() if args.json else str(result), args.json)
     elif cmd == "snapshots":
-        _print([s.to_dict() for s in table.snapshots()] if args.json else
+        snaps = table.snapshots()
+        if args.commit_identifier is not None:
+            if args.commit_user is None:
+                raise UsageError("--commit-identifier needs --commit-user")
+            snaps = table.find_commit(args.commit_user, args.commit_identifier)
+        elif args.commit_user is not None:
+            snaps = [s for s in snaps if s.commit_user == args.commit_user]
+        _print([s.to_dict() for s in snaps] if args.json else
                [f"{s.id}\t{s.commit_kind}\tschema {s.schema_id}\t{s.total_record_count} records"
-                f"\t{s.time_millis}" for s in table.snapshots()], args.json)
+                f"\t{s.time_millis}\t{s.commit_user}\t{s.commit_identifier}" for s in snaps],
+               args.json)
     elif cmd == "schemas":
         _print([json.loads(s.to_json()) for s in table.schemas()] if args.json else
                [f"{s.id}\t{', '.join(f'{f.name} {f.type}' for f in s.fields)}\t{s.options}"

@@ -8,7 +8,7 @@ class LakeformatError(Exception):
     branch on the subclasses (see the README's table of which are worth a retry)."""
 
 
-# -- the caller asked for something that is not there ------------------------------------------
+# -- the caller asked for something that is not there ---------------------------------
 class NotFoundError(LakeformatError, LookupError):
     """A database, table, snapshot, tag or column that does not exist."""
 
@@ -29,7 +29,7 @@ class TagNotFoundError(NotFoundError):
     pass
 
 
-# -- the caller asked to create something that is there ------------------------------------------
+# -- the caller asked to create something that is there ---------------------------------
 class AlreadyExistsError(LakeformatError):
     pass
 
@@ -94,7 +94,7 @@ class CleanupAbortedError(LakeformatError):
     deleting anything because it could not read something it must check."""
 
 
-# -- commits ------------------------------------------------------------------------------------------
+# -- commits ---------------------------------
 class CommitError(LakeformatError):
     """Base of the commit outcomes below."""
 

@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.errors import InputFileError, LakeformatError, UnsupportedError
+from lakeformat.errors import InputFileError, InvalidArgumentError, UnsupportedError
 from lakeformat.schema.types import STRING_ROOTS, DataField, DataType, from_arrow, to_arrow
 from lakeformat.storage import FileIO, get_file_io
 
@@ -101,8 +101,8 @@ def _target_fields(schema: Any) -> dict[str, DataType]:
     inner = getattr(schema, "table_schema", schema)  # a Table, or a TableSchema itself
     fields = getattr(inner, "fields", None)
     if fields is None or not all(isinstance(f, DataField) for f in fields):
-        raise LakeformatError(f"schema must be a pyarrow Schema, a lakeformat Table or "
-                              f"TableSchema, got {type(schema).__name__}")
+        raise InvalidArgumentError(f"schema must be a pyarrow Schema, a lakeformat Table or "
+                                   f"TableSchema, got {type(schema).__name__}")
     return {f.name: f.type for f in fields}
 
 

@@ -22,6 +22,12 @@ class CommitResult:
     #: times buckets of the write were renumbered and rewritten because other commits wrote
     #: to them after this write's base snapshot (see `operation/write.WriteJob`)
     rewrites: int = 0
+    #: who committed, and the identifier that makes a retried commit land once
+    commit_user: str | None = None
+    commit_identifier: int | None = None
+    #: True when this (commit_user, commit_identifier) had already landed: nothing was written
+    #: and the counts are those of the earlier commit
+    already_committed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -29,6 +35,10 @@ class CommitResult:
     def __str__(self) -> str:
         if self.snapshot_id is None:
             return f"{self.table}: nothing to commit"
+        if self.already_committed:
+            return (f"{self.table}: already committed as snapshot {self.snapshot_id} "
+                    f"({self.commit_kind}) by {self.commit_user} / {self.commit_identifier}; "
+                    "nothing written")
         return (f"{self.table}: snapshot {self.snapshot_id} ({self.commit_kind}), "
                 f"{self.rows_written} rows, +{self.files_added}/-{self.files_deleted} files, "
                 f"{self.bytes_added} bytes in {self.duration_s:.2f}s"
@@ -159,18 +169,28 @@ class CompactResult:
     total: CompactStats
     failed: dict[str, str]
     duration_s: float
+    commit_user: str | None = None
+    commit_identifier: int | None = None
+    #: snapshots an earlier run with the same (commit_user, commit_identifier) committed; a
+    #: re-run compacts only what that run left (nothing, when it finished)
+    earlier_snapshot_ids: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"table": self.table, "full": self.full, "snapshot_ids": list(self.snapshot_ids),
                 "partitions": {k: asdict(v) for k, v in self.partitions.items()},
                 "total": asdict(self.total), "failed": dict(self.failed),
-                "duration_s": self.duration_s}
+                "duration_s": self.duration_s, "commit_user": self.commit_user,
+                "commit_identifier": self.commit_identifier,
+                "earlier_snapshot_ids": list(self.earlier_snapshot_ids)}
 
     def __str__(self) -> str:
         t = self.total
         kind = "full" if self.full else "minor"
+        earlier = (f" (already committed as snapshots {self.earlier_snapshot_ids})"
+                   if self.earlier_snapshot_ids else "")
         if not t.buckets_compacted and not self.failed:
-            return f"{self.table}: {kind} compaction: nothing to compact ({self.duration_s:.2f}s)"
+            return (f"{self.table}: {kind} compaction: nothing to compact{earlier} "
+                    f"({self.duration_s:.2f}s)")
         lines = [f"{self.table}: {kind} compaction, snapshots {self.snapshot_ids or '-'}: "
                  f"{t.buckets_compacted} buckets, files {t.files_in} -> {t.files_out}, bytes "
                  f"{t.bytes_in} -> {t.bytes_out}, rows {t.rows_in} -> {t.rows_out}, sorted runs "

@@ -2,57 +2,44 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from numbers import Integral
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from lakeformat.errors import (
+    InvalidArgumentError,
     InvalidOptionError,
-    LakeformatError,
-    SchemaMismatchError,
+    SnapshotNotFoundError,
     TableNotFoundError,
+    TagNotFoundError,
 )
-from lakeformat.merge import check_merge_options
-from lakeformat.merge.sort import DELETE
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
 from lakeformat.operation.alter_check import check_stored_values
 from lakeformat.operation.cleanup import OlderThan
-from lakeformat.operation.conform import as_table, conform_merged, data_fields
+from lakeformat.operation.compact_job import CompactJob
+from lakeformat.operation.compact_select import idle_before, parse_budget, select_partitions
+from lakeformat.operation.conform import as_table
+from lakeformat.operation.merge_schema import (
+    validate_table_schema,
+    wants_merge_schema,
+    write_options,
+)
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.predicate import Filter
 from lakeformat.operation.read import TableRead
+from lakeformat.operation.runner import Runner
 from lakeformat.operation.scan import FileStoreScan
-from lakeformat.operation.write import write_table
-from lakeformat.options import CoreOptions, parse_bool
+from lakeformat.operation.write_job import WriteJob, check_commit_identity, delete_rows
 from lakeformat.results import CommitResult, CompactResult, MaintenanceResult, TagInfo
 from lakeformat.schema.alter import apply_changes
-from lakeformat.schema.merging import (
-    EXPLICIT_CAST,
-    MERGE_SCHEMA,
-    TYPE_WIDENING,
-    MergeSchemaOptions,
-    merge_schemas,
-)
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.schema.types import arrow_schema
 from lakeformat.storage import FileIO
-
-WRITE_OPTIONS = (MERGE_SCHEMA, TYPE_WIDENING, EXPLICIT_CAST)
-
-
-def validate_table_schema(schema: TableSchema) -> None:
-    """The checks a new schema version passes before it is published (create and alter)."""
-    _ = schema.trimmed_primary_keys  # raises when the key is only partition columns
-    _ = schema.bucket_keys  # raises when bucket-key names a missing column
-    CoreOptions(schema.options).validate()
-    check_merge_options(schema)
 
 
 def _positive_int(table: str, arg: str, value: Any) -> None:
@@ -145,19 +132,19 @@ class Table:
     def _tag_snapshot(self, tag: str) -> Snapshot:
         try:
             return TagManager(self.file_io, self.path).get(tag).snapshot
-        except LakeformatError:
-            raise LakeformatError(f"tag {tag!r} does not exist in {self.name}") from None
+        except TagNotFoundError:
+            raise TagNotFoundError(f"tag {tag!r} does not exist in {self.name}") from None
 
     def _resolve_snapshot(self, snapshot_id: int | None, tag: str | None) -> Snapshot | None:
         if snapshot_id is not None and tag is not None:
-            raise LakeformatError("give either snapshot_id or tag, not both")
+            raise InvalidArgumentError("give either snapshot_id or tag, not both")
         if tag is not None:
             return self._tag_snapshot(tag)
         if snapshot_id is not None:
             try:
                 return self.snapshot_manager.snapshot(int(snapshot_id))
             except FileNotFoundError:
-                raise LakeformatError(
+                raise SnapshotNotFoundError(
                     f"snapshot {snapshot_id} of {self.name} does not exist (expired or never "
                     "written)") from None
         return self.snapshot_manager.latest_snapshot()
@@ -185,42 +172,49 @@ class Table:
 
     # -- write -----------------------------------------------------------------------------------
     def write(self, data: Any, overwrite: bool = False, merge_schema: bool | None = None,
-              options: dict[str, str] | None = None) -> CommitResult:
+              options: dict[str, str] | None = None, *, commit_user: str | None = None,
+              commit_identifier: int | None = None, runner: Runner | None = None
+              ) -> CommitResult:
         """Write rows as one snapshot. `overwrite=True` replaces the partitions written to.
 
         `merge_schema=True` (or option `write.merge-schema`) first evolves the table to accept
         the data: new columns are added, missing ones written as null, types widened. `options`
         are per-write options (`write.merge-schema.*`) over the table's.
+
+        With `commit_user` and `commit_identifier` (e.g. the DAG task and its logical date) a
+        write that already landed is not committed again: its result comes back with
+        `already_committed=True`. `runner` runs the execute step (default: a thread pool).
         """
         table = as_table(data)
         self.refresh()
-        per_write = {str(k): str(v).lower() if isinstance(v, bool) else str(v)
-                     for k, v in (options or {}).items()}
-        unknown = sorted(set(per_write) - set(WRITE_OPTIONS))
-        if unknown:
-            raise InvalidOptionError(f"unknown per-write options {unknown}; supported: "
-                                     f"{list(WRITE_OPTIONS)} (table options go through alter)")
-        opts = {**self._schema.options, **per_write}
-        if merge_schema is None:
-            merge_schema = parse_bool(opts, MERGE_SCHEMA, False)
-        if not merge_schema:
-            return self._write(table, None, overwrite)
-        start = time.monotonic()
-        merge_opts = MergeSchemaOptions.of(opts)
-        fields = data_fields(table.schema)
-        conformed: dict[str, pa.Table] = {}
+        opts = write_options(self._schema, options)
+        merge = opts if wants_merge_schema(opts, merge_schema) else None
+        return self._run(WriteJob(self.file_io, self.path, self._schema, table, None, overwrite,
+                                  commit_user, commit_identifier, merge_schema_options=merge,
+                                  runner=runner, table_name=self.name))
 
-        def make_next(latest: TableSchema) -> TableSchema:
-            merged = merge_schemas(latest, fields, merge_opts)
-            if merged is not latest:
-                validate_table_schema(merged)
-            # check the rows against the new schema before it is published
-            conformed["rows"] = conform_merged(table, merged, merge_opts)
-            return merged
+    def delete(self, keys: Any, *, commit_user: str | None = None,
+               commit_identifier: int | None = None, runner: Runner | None = None
+               ) -> CommitResult:
+        """Delete rows by primary key: writes -D records (all primary-key columns required).
+        `commit_user`/`commit_identifier` as for `write`."""
+        schema = self.refresh()._schema
+        rows, kinds = delete_rows(schema, as_table(keys))
+        return self._run(WriteJob(self.file_io, self.path, schema, rows, kinds, False,
+                                  commit_user, commit_identifier, runner=runner,
+                                  table_name=self.name))
 
-        schema = self.schema_manager.commit_next(make_next)
-        self._schema = max(schema, self._schema, key=lambda s: s.id)
-        return self._write(conformed["rows"], None, overwrite, schema=schema, start=start)
+    def _run(self, job: WriteJob) -> CommitResult:
+        result = job.run()
+        if job.schema.id > self._schema.id:
+            self._schema = job.schema
+        return result
+
+    def find_commit(self, commit_user: str, commit_identifier: int) -> list[Snapshot]:
+        """The retained snapshots (oldest first) a commit with this user and identifier made:
+        how a caller whose commit's outcome is unknown finds out whether it landed."""
+        check_commit_identity(commit_user, commit_identifier)
+        return self.snapshot_manager.find_commit(commit_user, commit_identifier)
 
     def alter(self, changes: Any) -> TableSchema:
         """Apply schema changes (`lakeformat.SchemaChange.*`) as one new schema version.
@@ -246,54 +240,6 @@ class Table:
         schema = self.schema_manager.commit_next(make_next)
         self._schema = schema
         return schema
-
-    def delete(self, keys: Any) -> CommitResult:
-        """Delete rows by primary key: writes -D records (all primary-key columns required)."""
-        table = as_table(keys)
-        schema = self.refresh()._schema
-        missing = [k for k in schema.primary_keys if k not in table.column_names]
-        if missing:
-            raise SchemaMismatchError(f"delete needs every primary-key column; missing {missing}")
-        cols = []
-        for f in schema.fields:
-            if f.name in table.column_names:
-                cols.append(table[f.name])
-            elif f.type.nullable:
-                cols.append(pa.nulls(table.num_rows, arrow_schema([f], with_id=False)[0].type))
-            else:
-                raise SchemaMismatchError(
-                    f"delete needs a value for NOT NULL column {f.name!r} ({f.type})")
-        full = pa.table(cols, names=schema.field_names)
-        rk = CoreOptions(schema.options).rowkind_field
-        if rk and rk not in table.column_names:
-            full = full.set_column(full.column_names.index(rk), rk,
-                                   pa.array(["-D"] * full.num_rows, pa.string()))
-        kinds = np.full(full.num_rows, DELETE, dtype=np.int8)
-        return self._write(full, kinds, False, schema=schema)
-
-    def _write(self, table: pa.Table, kinds: np.ndarray | None, overwrite: bool,
-               schema: TableSchema | None = None, start: float | None = None) -> CommitResult:
-        start = time.monotonic() if start is None else start
-        if schema is None:
-            schema = self.refresh()._schema
-        outcome = write_table(self.file_io, self.path, schema, table, kinds, overwrite)
-        snap = outcome.snapshot
-        files_added = files_deleted = bytes_added = 0
-        if snap is not None:
-            files_added, files_deleted, bytes_added = self._delta_counts(snap)
-        return CommitResult(
-            table=self.name, snapshot_id=snap.id if snap else None,
-            commit_kind=snap.commit_kind if snap else None, rows_written=table.num_rows,
-            files_added=files_added, files_deleted=files_deleted, bytes_added=bytes_added,
-            duration_s=round(time.monotonic() - start, 3), rewrites=outcome.rewrites)
-
-    def _delta_counts(self, snap: Snapshot) -> tuple[int, int, int]:
-        scan = FileStoreScan(self.file_io, self.path, self._schema)
-        metas = scan.manifest_list.read(snap.delta_manifest_list)
-        added = sum(m.num_added_files for m in metas)
-        deleted = sum(m.num_deleted_files for m in metas)
-        entries = scan.read_entries(metas)
-        return added, deleted, sum(e.file.file_size for e in entries if e.kind == 0)
 
     # -- maintenance -----------------------------------------------------------------------------
     def expire_snapshots(self, retain_min: int | None = None, retain_max: int | None = None,
@@ -359,7 +305,9 @@ class Table:
                 where: Filter = None, partition_idle_time: Any = None,
                 memory_budget: int | str | None = None, workers: int | None = None,
                 partitions_per_commit: int = 16,
-                progress: Callable[[str], Any] | None = None) -> CompactResult:
+                progress: Callable[[str], Any] | None = None, *,
+                commit_user: str | None = None, commit_identifier: int | None = None,
+                runner: Runner | None = None) -> CompactResult:
         """Compact the latest snapshot's buckets; COMPACT snapshot(s) per group of partitions.
 
         `full=True` merges every sorted run of a bucket into the top level; `full=False` runs
@@ -367,22 +315,18 @@ class Table:
         (DNF tuples on partition columns) select partitions; `partition_idle_time` (timedelta
         or "1 h") keeps only partitions not written for that long. `memory_budget` (bytes or
         "256 mb"; default the table's write-buffer-size) bounds the memory of the whole job.
+        `commit_user`/`commit_identifier` mark its snapshots (a re-run with the same pair
+        reports what the earlier run committed); `runner` runs the execute step.
         """
-        from lakeformat.operation.compact import compact_table
-        from lakeformat.operation.compact_select import (
-            idle_before,
-            parse_budget,
-            select_partitions,
-        )
-
         if workers is not None:
             _positive_int(self.name, "workers", workers)
         _positive_int(self.name, "partitions_per_commit", partitions_per_commit)
         self.refresh()
         schema = self._schema
-        return compact_table(
+        return CompactJob(
             self.file_io, self.path, schema, self.name, full=full,
             partition_filter=select_partitions(schema, partitions, where),
             partition_idle_before=idle_before(partition_idle_time),
             memory_budget=parse_budget(memory_budget), workers=workers,
-            partitions_per_commit=partitions_per_commit, progress=progress)
+            partitions_per_commit=partitions_per_commit, progress=progress,
+            commit_user=commit_user, commit_identifier=commit_identifier, runner=runner).run()

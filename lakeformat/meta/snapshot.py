@@ -9,6 +9,7 @@ from typing import Any
 from lakeformat.errors import CorruptFileError
 from lakeformat.layout import EARLIEST, LATEST, SNAPSHOT_PREFIX, TablePaths, numbered_id
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
 
 BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX: what batch writers use
 
@@ -159,6 +160,30 @@ class SnapshotManager:
 
     def snapshots(self) -> list[Snapshot]:
         return [self.snapshot(i) for i in self.snapshot_ids()]
+
+    def find_commit(self, commit_user: str, commit_identifier: int,
+                    since: int | None = None) -> list[Snapshot]:
+        """The snapshots (oldest first) committed by `commit_user` with `commit_identifier`,
+        among those still retained (after `since` when given). One job's commit can be several
+        snapshots (a compaction's partition groups), all carrying the same pair.
+
+        Paimon's writers keep one identifier sequence per user and treat every identifier up to
+        the user's latest as committed; here the pair must match exactly, so that a backfill of an
+        older logical date (a smaller identifier) is not mistaken for one already written.
+        """
+        ids = [i for i in self.snapshot_ids() if since is None or i > since]
+        found = []
+        for snap in parallel_map(self._snapshot_or_none, ids):
+            if (snap is not None and snap.commit_user == commit_user
+                    and snap.commit_identifier == commit_identifier):
+                found.append(snap)
+        return found
+
+    def _snapshot_or_none(self, snapshot_id: int) -> Snapshot | None:
+        try:
+            return self.snapshot(snapshot_id)
+        except FileNotFoundError:  # expired while we looked
+            return None
 
     def commit_latest_hint(self, snapshot_id: int) -> None:
         """Best effort, as in Paimon: a stale hint is corrected by the existence check."""

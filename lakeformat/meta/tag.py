@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, replace
 
 from lakeformat import clock
-from lakeformat.errors import InvalidOptionError, LakeformatError
+from lakeformat.errors import InvalidOptionError, TagAlreadyExistsError, TagNotFoundError
 from lakeformat.layout import TAG_PREFIX, TablePaths
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.storage import FileIO
@@ -71,7 +71,7 @@ class TagManager:
         try:
             data = self.file_io.read_bytes(path)
         except FileNotFoundError:
-            raise LakeformatError(f"tag {name!r} does not exist") from None
+            raise TagNotFoundError(f"tag {name!r} does not exist") from None
         return Tag(name, Snapshot.from_json(data, path))
 
     def tags(self) -> list[Tag]:
@@ -91,7 +91,7 @@ class TagManager:
             extra["tagTimeRetained"] = time_retained.total_seconds()
         tagged = replace(snapshot, extra=extra)
         if not self.file_io.write_if_absent(self.tag_path(name), tagged.to_json().encode()):
-            raise LakeformatError(f"tag {name!r} already exists")
+            raise TagAlreadyExistsError(f"tag {name!r} already exists")
         return Tag(name, tagged)
 
     def delete_file(self, name: str) -> None:

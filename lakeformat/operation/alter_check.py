@@ -10,7 +10,6 @@ old-schema files after this check is caught on read instead (`read._projected`).
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 
 from lakeformat.errors import SchemaMismatchError
 from lakeformat.meta.binary_row import from_avro_bytes
@@ -24,6 +23,7 @@ from lakeformat.schema.checked_casts import ValueCastError, can_fail
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
 
 
 def check_stored_values(file_io: FileIO, table_path: str, table_name: str, old: TableSchema,
@@ -55,12 +55,5 @@ def check_stored_values(file_io: FileIO, table_path: str, table_name: str, old: 
             raise SchemaMismatchError(f"{table_name}: schema change refused: {e}; fix or "
                                       "delete the rows holding it first") from None
 
-    entries = list(scan.live_entries(snapshot))
-    workers = min(len(entries), os.cpu_count() or 2)
-    if workers <= 1:
-        for e in entries:
-            check(e)
-        return
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for _ in pool.map(check, entries):
-            pass
+    # reading data files is CPU work: one check per CPU at a time
+    parallel_map(check, list(scan.live_entries(snapshot)), os.cpu_count() or 2)

@@ -14,7 +14,7 @@ whose inputs' sequence range overlaps a level-0 file added after its plan would 
 two tied records wins, so it is refused as a conflict.
 
 A publish whose outcome cannot be decided (the request failed, and reading the snapshot back
-failed too) raises `CommitOutcomeUnknownError` and deletes nothing.
+failed too) raises `CommitStateUnknownError` and deletes nothing.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ import uuid as uuidlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lakeformat import __version__, clock
+from lakeformat import clock
 from lakeformat.errors import (
     CommitConflictError,
     CommitFailedError,
-    CommitOutcomeUnknownError,
+    CommitStateUnknownError,
 )
 from lakeformat.layout import TablePaths
 from lakeformat.meta.data_file_meta import (
@@ -46,6 +46,7 @@ from lakeformat.options import CoreOptions
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
+from lakeformat.version import __version__
 
 ADD, DELETE = FileKind.ADD, FileKind.DELETE
 #: times a snapshot is read back after its publish request failed
@@ -97,12 +98,16 @@ class SequenceConflict(CommitConflictError):
 
 class FileStoreCommit:
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
-                 commit_user: str | None = None):
+                 commit_user: str | None = None, commit_identifier: int | None = None):
         self.file_io = file_io
         self.table_path = table_path
         self.schema = schema
         self.options = CoreOptions(schema.options)
         self.commit_user = commit_user or str(uuidlib.uuid4())
+        self.commit_identifier = (BATCH_COMMIT_IDENTIFIER if commit_identifier is None
+                                  else commit_identifier)
+        #: the data-file entries (delta manifests) of the last snapshot this committer published
+        self.committed_entries: list[ManifestEntry] = []
         self.snapshots = SnapshotManager(file_io, table_path)
         self.schemas = SchemaManager(file_io, table_path)
         self.scan = FileStoreScan(file_io, table_path, schema)
@@ -141,8 +146,9 @@ class FileStoreCommit:
         while True:
             latest = self.snapshots.latest_snapshot()
             if attempt > 0:
-                landed = self._find_landed(seen_latest, latest, kind)
+                landed = self.find_landed(seen_latest, latest, kind)
                 if landed is not None:
+                    self.committed_entries = self.delta_entries(landed)
                     return landed
                 self._settle_ambiguous(latest)
             seen_latest = latest.id if latest else None
@@ -167,6 +173,7 @@ class FileStoreCommit:
             snap = self._try_commit(latest, entries, kind, changelog)
             if snap is not None:
                 self.snapshots.commit_latest_hint(snap.id)
+                self.committed_entries = entries
                 return snap
             attempt += 1
             elapsed = time.monotonic() - start
@@ -177,6 +184,11 @@ class FileStoreCommit:
                     f"{(latest.id + 1) if latest else 1} kept being taken by other writers")
             time.sleep(wait * (1 + random.random() * 0.2))
             wait = min(wait * 2, self.options.commit_max_retry_wait)
+
+    def delta_entries(self, snap: Snapshot) -> list[ManifestEntry]:
+        """What a published snapshot changed in data files (its delta manifests): read back only
+        for a commit found landed, whose entries this committer did not publish itself."""
+        return self.scan.read_entries(self.scan.manifest_list.read(snap.delta_manifest_list))
 
     # -- steps ---------------------------------------------------------------------------------
     @staticmethod
@@ -262,7 +274,7 @@ class FileStoreCommit:
                 changelog_manifest_list_size=changelog_size,
                 changelog_record_count=changelog_rows,
                 index_manifest=latest.index_manifest if latest else None,
-                commit_user=self.commit_user, commit_identifier=BATCH_COMMIT_IDENTIFIER,
+                commit_user=self.commit_user, commit_identifier=self.commit_identifier,
                 commit_kind=kind, time_millis=clock.now_millis(),
                 total_record_count=((latest.total_record_count or 0) if latest else 0)
                 + added - removed,
@@ -273,7 +285,7 @@ class FileStoreCommit:
             landed = self._publish(snap)
             if landed:
                 return snap
-        except CommitOutcomeUnknownError:
+        except CommitStateUnknownError:
             raise  # the snapshot may reference these files: delete nothing
         except BaseException:
             self._cleanup(written_manifests, written_lists)
@@ -292,7 +304,7 @@ class FileStoreCommit:
 
         A failed request may still have landed: the snapshot is read back (a few times) and
         its uuid decides. If that cannot be read either, the outcome is unknown and
-        `CommitOutcomeUnknownError` is raised: the caller must delete nothing.
+        `CommitStateUnknownError` is raised: the caller must delete nothing.
         """
         path = self.snapshots.snapshot_path(snap.id)
         try:
@@ -313,7 +325,7 @@ class FileStoreCommit:
 
     def _read_back(self, snap: Snapshot, path: str, error: Exception) -> bool | None:
         """Whether `snap` landed at `path` (None: nothing there). Raises
-        `CommitOutcomeUnknownError` when the snapshot cannot be read back."""
+        `CommitStateUnknownError` when the snapshot cannot be read back."""
         wait = self.options.commit_min_retry_wait
         last: Exception = error
         for attempt in range(READ_BACK_ATTEMPTS):
@@ -326,14 +338,14 @@ class FileStoreCommit:
                 return None
             except Exception as e:
                 last = e
-        raise CommitOutcomeUnknownError(
+        raise CommitStateUnknownError(
             f"publishing snapshot {snap.id} of {self.table_path} failed ({error}) and reading it "
             f"back failed too ({last}): it may or may not have landed. Nothing was deleted. "
             f"If snapshot {snap.id} exists with commitUser {self.commit_user} the commit "
             "landed; otherwise run the job again (remove_orphan_files removes the files it "
             "left)", path=path, snapshot_id=snap.id, commit_user=self.commit_user) from last
 
-    def _find_landed(self, seen: int | None, latest: Snapshot | None, kind: str) -> Snapshot | None:
+    def find_landed(self, seen: int | None, latest: Snapshot | None, kind: str) -> Snapshot | None:
         """A commit of ours that landed even though the attempt looked failed (Paimon's rule)."""
         if latest is None:
             return None
@@ -343,7 +355,7 @@ class FileStoreCommit:
             except FileNotFoundError:
                 continue
             if (s.commit_user == self.commit_user and s.commit_kind == kind
-                    and s.commit_identifier == BATCH_COMMIT_IDENTIFIER):
+                    and s.commit_identifier == self.commit_identifier):
                 return s
         return None
 

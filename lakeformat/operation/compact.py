@@ -13,26 +13,17 @@ files of whatever cannot commit are deleted.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import time
-import uuid
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from lakeformat.data.kv_file import verify_data_file
 from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
-from lakeformat.errors import (
-    CommitConflictError,
-    CommitFailedError,
-    CommitOutcomeUnknownError,
-)
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import DataFileMeta, FileSource
-from lakeformat.meta.snapshot import Snapshot, SnapshotManager
-from lakeformat.operation.commit import CommitMessage, FileStoreCommit
+from lakeformat.meta.snapshot import Snapshot
+from lakeformat.operation.commit import CommitMessage
 from lakeformat.operation.compact_levels import (
     KeyComparator,
     Levels,
@@ -43,10 +34,11 @@ from lakeformat.operation.compact_levels import (
 from lakeformat.operation.merge_tree_reader import BUDGET_COPIES, MergeTreeReader
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.read import _format_of
+from lakeformat.operation.runner import Runner, captured, default_runner, split_failures
 from lakeformat.operation.scan import FileStoreScan, PartitionPredicate
 from lakeformat.operation.support import COMPACT, check_supported
 from lakeformat.options import CoreOptions
-from lakeformat.results import CompactResult, CompactStats
+from lakeformat.results import CompactStats
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
@@ -299,29 +291,16 @@ def default_workers(tasks: Sequence[CompactTask]) -> int:
 
 
 def execute_tasks(executor: CompactTaskExecutor, tasks: Sequence[CompactTask],
-                  workers: int) -> list[CompactOutcome]:
-    """Run tasks in a thread pool; if one fails, the files of the others are deleted too."""
-    if workers <= 1 or len(tasks) <= 1:
-        results: list[CompactOutcome] = []
-        try:
-            for t in tasks:
-                results.append(executor.execute(t))
-        except BaseException:
-            remove_outputs(executor, results)
-            raise
-        return results
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(executor.execute, t) for t in tasks]
-        done, error = [], None
-        for fut in futures:
-            try:
-                done.append(fut.result())
-            except BaseException as e:  # keep collecting so every finished task is cleaned
-                error = error or e
-        if error is not None:
-            remove_outputs(executor, done)
-            raise error
-        return done
+                  workers: int | None = None, runner: Runner | None = None
+                  ) -> list[CompactOutcome]:
+    """Run tasks through `runner` (a thread pool of `workers` by default); if one fails, the
+    files the others wrote are deleted too and its error is raised."""
+    results = default_runner(runner, workers).map(captured(executor.execute), list(tasks))
+    done, error = split_failures(results)
+    if error is not None:
+        remove_outputs(executor, done)
+        raise error
+    return done
 
 
 def remove_outputs(executor: CompactTaskExecutor, outcomes: Sequence[CompactOutcome]) -> None:
@@ -337,121 +316,5 @@ def remove_outputs(executor: CompactTaskExecutor, outcomes: Sequence[CompactOutc
         executor.file_io.delete_many(paths)
 
 
-ProgressFn = Callable[[str], Any]
-
-
-# -- the whole job (driver) ------------------------------------------------------------------------
-def compact_table(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str, *,
-                  full: bool = True, partition_filter: PartitionPredicate | None = None,
-                  partition_idle_before: int | None = None, memory_budget: int | None = None,
-                  workers: int | None = None, partitions_per_commit: int = 16,
-                  progress: ProgressFn | None = None) -> CompactResult:
-    """Plan, execute and commit a compaction of the latest snapshot."""
-    start = time.monotonic()
-    say = progress or (lambda _msg: None)
-    opts = check_compactable(schema, table_path)
-    latest = SnapshotManager(file_io, table_path).latest_snapshot()
-    budget = memory_budget or opts.write_buffer_size
-    tasks = plan_compaction(file_io, table_path, schema, latest, full, budget,
-                            partition_filter, partition_idle_before)
-    workers = workers or default_workers(tasks)
-    if tasks:
-        per_task = max(64 << 10, budget // max(1, min(workers, len(tasks))))
-        tasks = [dataclasses.replace(t, memory_budget=per_task) for t in tasks]
-    by_partition: dict[bytes, list[CompactTask]] = {}
-    for t in tasks:
-        by_partition.setdefault(t.partition, []).append(t)
-    parts = list(by_partition)
-    groups = [parts[i:i + max(1, partitions_per_commit)]
-              for i in range(0, len(parts), max(1, partitions_per_commit))]
-    say(f"{table_name}: {len(tasks)} buckets to compact in {len(parts)} partitions "
-        f"({'full' if full else 'minor'}, {workers} workers, memory budget {budget} bytes)")
-    executor = CompactTaskExecutor(file_io, table_path, schema) if tasks else None
-    keys = schema.partition_keys
-    committed: list[CompactOutcome] = []
-    failed: dict[str, str] = {}
-    snapshot_ids: list[int] = []
-    for n, group in enumerate(groups, 1):
-        group_tasks = [t for p in group for t in by_partition[p]]
-        outcomes = execute_tasks(executor, group_tasks, workers)  # type: ignore[arg-type]
-        ok, ids = _commit_group(file_io, table_path, schema, executor, outcomes, failed, keys)
-        committed += ok
-        snapshot_ids += ids
-        say(f"{table_name}: group {n}/{len(groups)}: {len(group_tasks)} buckets, "
-            f"{'snapshot ' + ','.join(map(str, ids)) if ids else 'no snapshot'}")
-    partitions: dict[str, CompactStats] = {}
-    total = CompactStats()
-    for o in committed:
-        name = partition_name(keys, o.task.partition_values)
-        partitions.setdefault(name, CompactStats()).add(o.stats)
-        total.add(o.stats)
-    return CompactResult(table_name, full, snapshot_ids, partitions, total, failed,
-                         round(time.monotonic() - start, 3))
-
-
 def partition_name(keys: Sequence[str], values: Sequence[Any]) -> str:
     return "/".join(f"{k}={v}" for k, v in zip(keys, values)) or "(unpartitioned)"
-
-
-def _commit_group(file_io: FileIO, table_path: str, schema: TableSchema,
-                  executor: CompactTaskExecutor | None, outcomes: list[CompactOutcome],
-                  failed: dict[str, str], keys: Sequence[str]
-                  ) -> tuple[list[CompactOutcome], list[int]]:
-    """Commit outcomes as one COMPACT snapshot; on a conflict retry each partition alone.
-    Returns the committed outcomes and snapshot ids; what cannot commit is removed."""
-    outcomes = [o for o in outcomes if not o.message.is_empty]
-    if not outcomes:
-        return [], []
-    commit = FileStoreCommit(file_io, table_path, schema, str(uuid.uuid4()))
-    since = commit.snapshots.latest_snapshot_id()
-    try:
-        snap = commit.commit([o.message for o in outcomes], kind="COMPACT")
-        return outcomes, ([snap.id] if snap is not None else [])
-    except CommitConflictError as e:
-        _unless_ambiguous(commit, e)
-        partitions = list(dict.fromkeys(o.task.partition for o in outcomes))
-        if len(partitions) > 1:
-            done: list[CompactOutcome] = []
-            ids: list[int] = []
-            for p in partitions:
-                ok, got = _commit_group(file_io, table_path, schema, executor,
-                                        [o for o in outcomes if o.task.partition == p],
-                                        failed, keys)
-                done += ok
-                ids += got
-            return done, ids
-        reason = str(e)
-    except CommitFailedError as e:
-        if _landed(commit, since):
-            return outcomes, []
-        _unless_ambiguous(commit, e)
-        reason = str(e)
-    except CommitOutcomeUnknownError:
-        raise  # the snapshot may reference the outputs: delete nothing
-    except BaseException:
-        if executor is not None and not _landed(commit, since):
-            remove_outputs(executor, outcomes)
-        raise
-    if executor is not None:
-        remove_outputs(executor, outcomes)
-    failed[partition_name(keys, outcomes[0].task.partition_values)] = reason
-    return [], []
-
-
-def _unless_ambiguous(commit: FileStoreCommit, error: Exception) -> None:
-    """A publish of this commit failed but could still land: keep the outputs, say so."""
-    if commit.ambiguous_publish is not None:
-        raise CommitOutcomeUnknownError(
-            f"compaction commit stopped ({error}) after publishing snapshot "
-            f"{commit.ambiguous_publish} failed in a way that may still land; its files were "
-            "kept (remove_orphan_files removes them if it never lands)",
-            snapshot_id=commit.ambiguous_publish, commit_user=commit.commit_user) from error
-
-
-def _landed(commit: FileStoreCommit, since: int | None) -> bool:
-    """Whether a snapshot of this commit user landed after `since` (outcome looked unknown)."""
-    try:
-        latest = commit.snapshots.latest_snapshot()
-        return commit._find_landed(since, latest, "COMPACT") is not None
-    except Exception:
-        return True  # cannot tell: keep the files (orphan cleanup can remove them later)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeformat import clock
-from lakeformat.errors import LakeformatError
+from lakeformat.errors import InvalidArgumentError
 from lakeformat.operation.predicate import Filter, _dnf, partition_predicate
 from lakeformat.operation.scan import PartitionPredicate
 from lakeformat.options import parse_duration, parse_memory_size
@@ -27,8 +27,8 @@ def _typed(schema: TableSchema, key: str, value: Any) -> Any:
     try:
         return pa.scalar(value).cast(target).as_py()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        raise LakeformatError(f"partition value {value!r} does not fit column {key!r} "
-                              f"({schema.field(key).type}): {e}") from e
+        raise InvalidArgumentError(f"partition value {value!r} does not fit column {key!r} "
+                                   f"({schema.field(key).type}): {e}") from e
 
 
 def select_partitions(schema: TableSchema, partitions: Sequence[dict[str, Any]] | None,
@@ -37,25 +37,25 @@ def select_partitions(schema: TableSchema, partitions: Sequence[dict[str, Any]] 
     preds: list[PartitionPredicate] = []
     if partitions:
         if not keys:
-            raise LakeformatError("partitions given but the table is not partitioned")
+            raise InvalidArgumentError("partitions given but the table is not partitioned")
         specs = []
         for spec in partitions:
             unknown = [k for k in spec if k not in keys]
             if unknown:
-                raise LakeformatError(f"partition spec {spec} names non-partition columns "
-                                      f"{unknown}; partition keys are {keys}")
+                raise InvalidArgumentError(f"partition spec {spec} names non-partition "
+                                           f"columns {unknown}; partition keys are {keys}")
             specs.append({k: _typed(schema, k, v) for k, v in spec.items()})
         preds.append(lambda values: any(all(values.get(k) == v for k, v in s.items())
                                         for s in specs))
     if where is not None:
         if isinstance(where, pc.Expression):
-            raise LakeformatError("compaction `where` takes DNF tuples on partition columns, "
-                                  "e.g. [('dt', '>=', '2024-01-01')]")
+            raise InvalidArgumentError("compaction `where` takes DNF tuples on partition "
+                                       "columns, e.g. [('dt', '>=', '2024-01-01')]")
         for conj in _dnf(where):
             for col, _, _ in conj:
                 if col not in keys:
-                    raise LakeformatError(f"compaction `where` may only use partition columns "
-                                          f"{keys}; got {col!r}")
+                    raise InvalidArgumentError(f"compaction `where` may only use partition "
+                                               f"columns {keys}; got {col!r}")
         typed = [[(c, op, [_typed(schema, c, x) for x in v] if op in ("in", "not in")
                    else _typed(schema, c, v)) for c, op, v in conj] for conj in _dnf(where)]
         pred = partition_predicate(typed, keys)
@@ -81,5 +81,5 @@ def parse_budget(budget: int | str | None) -> int | None:
     value = budget if isinstance(budget, int) else parse_memory_size(str(budget),
                                                                      "memory_budget")
     if value <= 0:
-        raise LakeformatError(f"memory_budget must be positive, got {budget!r}")
+        raise InvalidArgumentError(f"memory_budget must be positive, got {budget!r}")
     return value

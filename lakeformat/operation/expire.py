@@ -20,7 +20,6 @@ deletes.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from lakeformat import clock
@@ -37,6 +36,7 @@ from lakeformat.options import CoreOptions
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
 
 
 @dataclass
@@ -63,11 +63,7 @@ def read_snapshots(sm: SnapshotManager, ids: range, cache: dict[int, Snapshot]
         except FileNotFoundError:
             return None  # removed by a concurrent expiry
 
-    if len(todo) > 1:
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            found = list(pool.map(one, todo))
-    else:
-        found = [one(i) for i in todo]
+    found = parallel_map(one, todo)
     cache.update({s.id: s for s in found if s is not None})
     return {i: cache[i] for i in ids if i in cache}
 
@@ -175,8 +171,7 @@ def _prefetch_deltas(refs: TableReferences, snaps: list[Snapshot], plan: ExpireP
         except Exception:
             return []
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        metas = [m for found in pool.map(lists, snaps) for m in found]
+    metas = [m for found in parallel_map(lists, snaps) for m in found]
     try:
         refs.prefetch(metas)
     except Exception:

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 
 from lakeformat import clock
-from lakeformat.errors import InvalidOptionError, LakeformatError, UnsupportedError
+from lakeformat.errors import CleanupAbortedError, InvalidOptionError, UnsupportedError
 from lakeformat.layout import (
     BRANCH_DIR,
     BUCKET_PREFIX,
@@ -89,8 +89,8 @@ def classify(file_io: FileIO, table_path: str, listing: list[FileStatus], partit
     data_exists = False
     for st in listing:
         if not st.path.startswith(root):
-            raise LakeformatError(f"listing {table_path} returned {st.path}, outside the table; "
-                                  "nothing deleted")
+            raise CleanupAbortedError(f"listing {table_path} returned {st.path}, outside the "
+                                      "table; nothing deleted")
         parts = st.path[len(root):].split("/")
         top, name = parts[0], parts[-1]
         if top == BRANCH_DIR:
@@ -125,7 +125,7 @@ def remove_orphan_files(file_io: FileIO, table_path: str, schema: TableSchema, t
     scan = ReferenceScan(file_io, table_path, schema, "remove-orphan-files")
     scan.scan_until_stable()
     if not scan.read and data_exists:
-        raise LakeformatError(
+        raise CleanupAbortedError(
             f"{table_name}: no snapshot, tag or changelog references anything, yet data files "
             f"exist under {table_path}; refusing to delete them (is snapshot/ missing?)")
     orphans = [c for c in candidates

@@ -23,7 +23,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from lakeformat import clock
-from lakeformat.errors import InvalidOptionError, LakeformatError, UnsupportedError
+from lakeformat.errors import (
+    InvalidArgumentError,
+    InvalidOptionError,
+    LakeformatError,
+    UnsupportedError,
+)
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.partition import partition_path, partition_value_text
 from lakeformat.meta.snapshot import SnapshotManager
@@ -218,8 +223,8 @@ def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, tab
                       expiration_time: OlderThan, dry_run: bool) -> MaintenanceResult:
     start = time.monotonic()
     if not schema.partition_keys:
-        raise LakeformatError(f"{table_name} has no partition keys: there are no partitions "
-                              "to expire")
+        raise InvalidArgumentError(f"{table_name} has no partition keys: there are no "
+                                   "partitions to expire")
     opts = CoreOptions(schema.options)
     strategy = str(opts.get(EXPIRATION_STRATEGY, "values-time")).strip()
     check_supported(schema, EXPIRE_PARTITIONS, table_path)

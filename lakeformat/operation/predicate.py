@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakeformat.errors import InvalidFilterError, LakeformatError
+from lakeformat.errors import InvalidFilterError
 from lakeformat.schema.types import DataField, arrow_schema
 
 Filter = pc.Expression | Sequence[Any] | None
@@ -37,8 +37,8 @@ def _dnf(filter: Sequence[Any]) -> list[list[tuple[str, str, Any]]]:
     for conj in conjunctions:
         for term in conj:
             if not (isinstance(term, tuple) and len(term) == 3 and str(term[1]).lower() in _OPS):
-                raise LakeformatError(f"filter term {term!r} is not (column, op, value) with op in "
-                                      f"{sorted(_OPS)}")
+                raise InvalidFilterError(f"filter term {term!r} is not (column, op, value) with op "
+                                         f"in {sorted(_OPS)}")
     return [[(c, str(op).lower(), v) for c, op, v in conj] for conj in conjunctions]
 
 

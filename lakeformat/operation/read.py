@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakeformat.data.kv_file import iter_kv_file, read_kv_file
-from lakeformat.errors import LakeformatError
+from lakeformat.errors import ColumnNotFoundError
 from lakeformat.merge import create_unsorted_merge
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import is_retract
@@ -64,7 +64,7 @@ class TableRead:
         wanted = list(columns) if columns is not None else names
         unknown = [c for c in wanted if c not in names]
         if unknown:
-            raise LakeformatError(f"unknown columns {unknown}; table columns are {names}")
+            raise ColumnNotFoundError(f"unknown columns {unknown}; table columns are {names}")
         needed = set(wanted) | set(self.keys) | filter_columns(filter, names)
         needed |= set(self.ctx.sequence_fields)
         if self.ctx.engine in ("partial-update", "aggregation"):

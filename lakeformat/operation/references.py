@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from threading import Lock
 
-from lakeformat.errors import LakeformatError
+from lakeformat.errors import CleanupAbortedError
 from lakeformat.layout import CHANGELOG_PREFIX, TablePaths, numbered_id
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import FileKind, ManifestEntry, ManifestFileMeta
@@ -168,9 +168,9 @@ class ReferenceScan:
         self.schema_ids: set[int] = set()
         self._manifests_done: set[str] = set()
 
-    def _fail(self, what: str, e: Exception) -> LakeformatError:
-        return LakeformatError(f"{self.operation} of {self.table_path} aborted, nothing "
-                               f"deleted: cannot read {what}: {e}")
+    def _fail(self, what: str, e: Exception) -> CleanupAbortedError:
+        return CleanupAbortedError(f"{self.operation} of {self.table_path} aborted, nothing "
+                                   f"deleted: cannot read {what}: {e}")
 
     def _load(self, path: str) -> Snapshot | None:
         """A snapshot, tag or changelog file; None when it is gone (expired or deleted since
@@ -216,8 +216,9 @@ class ReferenceScan:
         for _ in range(MAX_SCAN_ROUNDS):
             if self.refresh() == 0:
                 return
-        raise LakeformatError(f"{self.operation} of {self.table_path} aborted, nothing deleted: "
-                              f"snapshots and tags kept changing over {MAX_SCAN_ROUNDS} scans")
+        raise CleanupAbortedError(f"{self.operation} of {self.table_path} aborted, nothing "
+                                  f"deleted: snapshots and tags kept changing over "
+                                  f"{MAX_SCAN_ROUNDS} scans")
 
     def _add(self, snap: Snapshot) -> None:
         refs = self.refs

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from lakeformat.errors import LakeformatError
+from lakeformat.errors import SnapshotNotFoundError
 from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.meta.tag import TagManager
 from lakeformat.results import MaintenanceResult
@@ -36,9 +36,9 @@ def rollback_to(file_io: FileIO, table_path: str, table_name: str, target: int |
     else:
         target_id = int(target)
         if not sm.exists(target_id):
-            raise LakeformatError(f"cannot roll {table_name} back to snapshot {target_id}: it "
-                                  "does not exist (expired or never written); roll back to a "
-                                  "tag instead")
+            raise SnapshotNotFoundError(f"cannot roll {table_name} back to snapshot {target_id}: "
+                                        "it does not exist (expired or never written); roll "
+                                        "back to a tag instead")
     latest = sm.latest_snapshot_id() or target_id
     sm.commit_latest_hint(target_id)
     for sid in range(latest, target_id, -1):

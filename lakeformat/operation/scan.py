@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,10 +17,9 @@ from lakeformat.meta.manifest import ManifestFile, ManifestList
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
 
 PartitionPredicate = Callable[[dict[str, Any]], bool]
-#: manifests read at once (object stores reward concurrency; each read is one GET)
-MANIFEST_READ_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -70,10 +68,7 @@ class FileStoreScan:
     def read_manifests(self, names: Sequence[str]) -> dict[str, list[ManifestEntry]]:
         """Entries of each named manifest (each read once), in parallel."""
         todo = list(dict.fromkeys(names))
-        if len(todo) <= 1:
-            return {n: self.read_manifest(n) for n in todo}
-        with ThreadPoolExecutor(max_workers=MANIFEST_READ_THREADS) as pool:
-            return dict(zip(todo, pool.map(self.read_manifest, todo)))
+        return dict(zip(todo, parallel_map(self.read_manifest, todo)))
 
     def read_entries(self, metas: Sequence[ManifestFileMeta]) -> list[ManifestEntry]:
         """All entries of the given manifests, in their order."""

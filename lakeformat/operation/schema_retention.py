@@ -17,10 +17,9 @@ referenced, or the latest, or is gone, is dropped. Any failed read deletes nothi
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from lakeformat import clock
-from lakeformat.errors import InvalidOptionError, LakeformatError
+from lakeformat.errors import CleanupAbortedError, InvalidOptionError, TableNotFoundError
 from lakeformat.layout import SCHEMA_PREFIX, numbered_id
 from lakeformat.operation.cleanup import OlderThan, past_cutoff_millis
 from lakeformat.operation.references import ReferenceScan
@@ -29,6 +28,7 @@ from lakeformat.results import MaintenanceResult
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
 
 SCHEMA_NUM_RETAINED_MIN = "schema.num-retained.min"
 SCHEMA_TIME_RETAINED = "schema.time-retained"
@@ -61,9 +61,9 @@ def _time_of(schemas: SchemaManager, schema_id: int) -> int:
     try:
         return schemas.schema(schema_id).time_millis
     except Exception as e:
-        raise LakeformatError(f"{OPERATION} of {schemas.table_path} aborted, nothing deleted: "
-                              f"cannot read schema {schema_id} "
-                              f"({schemas.schema_path(schema_id)}): {e}") from e
+        raise CleanupAbortedError(f"{OPERATION} of {schemas.table_path} aborted, nothing "
+                                  f"deleted: cannot read schema {schema_id} "
+                                  f"({schemas.schema_path(schema_id)}): {e}") from e
 
 
 def plan(schemas: SchemaManager, ids: list[int], used: set[int], retain_min: int, cutoff: int
@@ -72,8 +72,7 @@ def plan(schemas: SchemaManager, ids: list[int], used: set[int], retain_min: int
     protected = set(ids[-retain_min:]) | used
     pairs = [(sid, ids[i + 1]) for i, sid in enumerate(ids[:-1]) if sid not in protected]
     needed = sorted({x for pair in pairs for x in pair})
-    with ThreadPoolExecutor(max_workers=8) as pool:  # object stores reward concurrency
-        times = dict(zip(needed, pool.map(lambda k: _time_of(schemas, k), needed)))
+    times = dict(zip(needed, parallel_map(lambda k: _time_of(schemas, k), needed)))
     # the successor is the schema that replaced it (or a later one, if that is gone)
     return [sid for sid, successor in pairs
             if 0 < times[sid] < cutoff and 0 < times[successor] < cutoff]
@@ -84,8 +83,8 @@ def _list(file_io: FileIO, schemas: SchemaManager) -> dict[int, int]:
     try:
         listing = file_io.list_status(schemas.schema_dir)
     except Exception as e:
-        raise LakeformatError(f"{OPERATION} of {schemas.table_path} aborted, nothing deleted: "
-                              f"cannot list {schemas.schema_dir}: {e}") from e
+        raise CleanupAbortedError(f"{OPERATION} of {schemas.table_path} aborted, nothing "
+                                  f"deleted: cannot list {schemas.schema_dir}: {e}") from e
     out = {}
     for st in listing:
         sid = numbered_id(st.path.rsplit("/", 1)[-1], SCHEMA_PREFIX)
@@ -104,7 +103,7 @@ def clean_schemas(file_io: FileIO, table_path: str, schema: TableSchema, table_n
     sizes = _list(file_io, schemas)
     ids = list(sizes)
     if not ids:
-        raise LakeformatError(f"{table_path} holds no schema file: not a Paimon table")
+        raise TableNotFoundError(f"{table_path} holds no schema file: not a Paimon table")
     scan = ReferenceScan(file_io, table_path, schema, OPERATION)
     scan.scan_until_stable()
     candidates = plan(schemas, ids, scan.schema_ids, retain_min, cutoff)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 
-from lakeformat.errors import InvalidOptionError, LakeformatError
+from lakeformat.errors import InvalidOptionError, SnapshotNotFoundError
 from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.meta.tag import Tag, TagManager, check_tag_name
 from lakeformat.operation.cleanup import delete_paths
@@ -40,13 +40,14 @@ def create_tag(file_io: FileIO, table_path: str, name: str, snapshot_id: int | N
     if snapshot_id is None:
         snap = sm.latest_snapshot()
         if snap is None:
-            raise LakeformatError(f"cannot tag {table_path}: the table has no snapshot yet")
+            raise SnapshotNotFoundError(f"cannot tag {table_path}: the table has no snapshot "
+                                        "yet")
     else:
         try:
             snap = sm.snapshot(int(snapshot_id))
         except FileNotFoundError:
-            raise LakeformatError(f"cannot tag snapshot {snapshot_id}: it does not exist "
-                                  "(expired or never written)") from None
+            raise SnapshotNotFoundError(f"cannot tag snapshot {snapshot_id}: it does not exist "
+                                        "(expired or never written)") from None
     if isinstance(time_retained, str):
         time_retained = parse_duration(time_retained, "time_retained")
     if time_retained is not None and not isinstance(time_retained, dt.timedelta):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lakeformat.errors import LakeformatError, TableNotFoundError
+from lakeformat.errors import CommitFailedError, InvalidArgumentError, TableNotFoundError
 from lakeformat.layout import SCHEMA_PREFIX, TablePaths, numbered_id
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
@@ -71,15 +71,15 @@ class SchemaManager:
             if nxt is latest:
                 return latest
             if nxt.id != latest.id + 1:
-                raise LakeformatError(f"schema change must produce id {latest.id + 1}")
+                raise InvalidArgumentError(f"schema change must produce id {latest.id + 1}")
             if self.commit(nxt):
                 return nxt
-        raise LakeformatError(f"{self.table_path}: gave up committing a schema change after "
-                              f"{max_attempts} attempts; other writers kept changing the schema")
+        raise CommitFailedError(f"{self.table_path}: gave up committing a schema change after "
+                                f"{max_attempts} attempts; other writers kept changing the schema")
 
     def create(self, schema: TableSchema) -> TableSchema:
         if schema.id != 0:
-            raise LakeformatError("a new table starts at schema 0")
+            raise InvalidArgumentError("a new table starts at schema 0")
         if not self.commit(schema):
             raise FileExistsError(f"schema 0 already exists at {self.schema_path(0)}")
         return schema

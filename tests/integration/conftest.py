@@ -10,19 +10,12 @@ Usage in any integration test::
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 
 import pytest
 
 import lakeformat as lf
-
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if _HERE not in sys.path:  # lets s3server import under any pytest import mode
-    sys.path.insert(0, _HERE)
-
-from s3server import MotoS3Server, new_bucket, s3_options  # noqa: E402
+from tests.support.s3server import MotoS3Server, new_bucket, s3_options
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
-from lakeformat.operation.write import write_table
+from lakeformat.operation.write_job import write_table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("c", pa.string())])
 

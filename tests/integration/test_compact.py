@@ -15,12 +15,7 @@ from lakeformat.cli import main
 from lakeformat.errors import CommitConflictError, LakeformatError, UnsupportedError
 from lakeformat.operation import merge_tree_reader
 from lakeformat.operation.commit import FileStoreCommit
-from lakeformat.operation.compact import (
-    CompactTaskExecutor,
-    _commit_group,
-    execute_tasks,
-    plan_compaction,
-)
+from lakeformat.operation.compact_job import CompactJob
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), False), pa.field("id", pa.int64(), False),
                     ("v", pa.int64()), ("s", pa.string())])
@@ -177,18 +172,22 @@ def test_partition_selection_where_and_idle_time(catalog):
         t.compact(partitions=[{"id": 1}])
 
 
+def stepped_job(t: lf.Table) -> CompactJob:
+    """A compaction whose plan, execute and commit steps the test calls one by one."""
+    t.refresh()
+    return CompactJob(t.file_io, t.path, t.table_schema, t.name, memory_budget=1 << 20,
+                      workers=1)
+
+
 def test_compaction_beside_a_writer_loses_nothing(catalog):
     t = make(catalog, bucket="1")
     for i in range(3):
         t.write(rows("d", range(i * 5, i * 5 + 20), seed=i))
-    schema = t.table_schema
-    latest = t.latest_snapshot()
-    tasks = plan_compaction(t.file_io, t.path, schema, latest, True, 1 << 20)
-    ex = CompactTaskExecutor(t.file_io, t.path, schema)
-    outcomes = execute_tasks(ex, tasks, 1)
+    job = stepped_job(t)
+    outcomes = job.execute([task for group in job.plan() for task in group])
     t.write(rows("d", range(10, 40), seed=99))  # lands between plan and commit
     expected = sorted_rows(t)
-    ok, ids = _commit_group(t.file_io, t.path, schema, ex, outcomes, {}, ["dt"])
+    ok, ids = job.commit(outcomes, {})
     assert ids and ok
     assert sorted_rows(t).equals(expected)
     assert sorted(f["level"] for f in t.files()) == [0, 5]
@@ -199,16 +198,14 @@ def test_two_compactions_at_once_one_commits_the_other_cleans_up(catalog):
     for i in range(3):
         t.write(rows("a", range(i, 30 + i), seed=i))
         t.write(rows("b", range(i, 30 + i), seed=i))
-    schema, latest = t.table_schema, t.latest_snapshot()
     expected = sorted_rows(t)
-    ex = CompactTaskExecutor(t.file_io, t.path, schema)
-    first = execute_tasks(ex, plan_compaction(t.file_io, t.path, schema, latest, True, 1 << 20), 1)
-    second = execute_tasks(ex, plan_compaction(t.file_io, t.path, schema, latest, True, 1 << 20),
-                           1)
-    ok, ids = _commit_group(t.file_io, t.path, schema, ex, first, {}, ["dt"])
+    a, b = stepped_job(t), stepped_job(t)
+    first = a.execute([task for group in a.plan() for task in group])
+    second = b.execute([task for group in b.plan() for task in group])
+    ok, ids = a.commit(first, {})
     assert len(ids) == 1
     failed: dict = {}
-    ok2, ids2 = _commit_group(t.file_io, t.path, schema, ex, second, failed, ["dt"])
+    ok2, ids2 = b.commit(second, failed)
     assert ids2 == [] and ok2 == []
     assert set(failed) == {"dt=a", "dt=b"}  # retried per partition, each conflicted
     assert "no longer live" in failed["dt=a"]
@@ -244,7 +241,7 @@ def test_failed_merge_deletes_what_was_written(catalog, monkeypatch):
     t.write(rows("d", range(5), seed=2))
     from lakeformat.merge.sort import DELETE
     from lakeformat.operation import write
-    from lakeformat.operation.write import write_table
+    from lakeformat.operation.write_job import write_table
     # lakeformat refuses this -D at write time; another writer's file may still hold one
     monkeypatch.setattr(write, "check_retracts", lambda *args: None)
     write_table(t.file_io, t.path, t.table_schema, rows("d", [3], seed=3),

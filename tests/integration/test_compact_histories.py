@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import lakeformat as lf
 from lakeformat.data.kv_file import read_kv_file
 from lakeformat.errors import LakeformatError
-from lakeformat.operation.write import write_table
+from lakeformat.operation.write_job import write_table
 from lakeformat.schema.table_schema import VALUE_KIND
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))

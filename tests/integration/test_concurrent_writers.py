@@ -17,14 +17,8 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
-from lakeformat.meta.snapshot import SnapshotManager
-from lakeformat.operation.compact import (
-    CompactTaskExecutor,
-    _commit_group,
-    execute_tasks,
-    plan_compaction,
-)
-from lakeformat.operation.write import WriteJob
+from lakeformat.operation.compact_job import CompactJob
+from lakeformat.operation.write_job import WriteJob
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.int64()),
                     ("b", pa.string())])
@@ -71,24 +65,23 @@ def job(t: lf.Table, rows: list[dict]) -> WriteJob:
 
 
 class SteppedCompaction:
-    """A compaction whose plan, execution and commit happen when the test says."""
+    """A compaction whose plan, execution and commit happen when the test says (the public
+    job steps of `CompactJob`)."""
 
     def __init__(self, t: lf.Table, full: bool = True):
         self.t = t.refresh()
-        schema = self.t.table_schema
-        latest = SnapshotManager(t.file_io, t.path).latest_snapshot()
-        self.tasks = plan_compaction(t.file_io, t.path, schema, latest, full, 64 << 20)
-        self.executor = CompactTaskExecutor(t.file_io, t.path, schema)
+        self.job = CompactJob(t.file_io, t.path, self.t.table_schema, t.name, full=full,
+                              memory_budget=64 << 20, workers=1)
+        self.tasks = [task for group in self.job.plan() for task in group]
         self.outcomes: list = []
         self.failed: dict[str, str] = {}
 
     def execute(self) -> SteppedCompaction:
-        self.outcomes = execute_tasks(self.executor, self.tasks, 1)
+        self.outcomes = self.job.execute(self.tasks)
         return self
 
     def commit(self) -> list[int]:
-        _, ids = _commit_group(self.t.file_io, self.t.path, self.t.table_schema, self.executor,
-                               self.outcomes, self.failed, self.t.partition_keys)
+        _, ids = self.job.commit(self.outcomes, self.failed)
         return ids
 
 
@@ -127,7 +120,7 @@ def test_two_writers_on_one_snapshot_and_compactions_equal_commit_order(catalog,
     rows = {"A": batch(range(0, 6), 10, None), "B": batch(range(3, 10), 100, "B")}
     jobs = {name: job(t, r) for name, r in rows.items()}
     for j in jobs.values():
-        j.prepare()
+        j.plan()
     for j in jobs.values():
         j.execute()
     pending = None
@@ -135,7 +128,7 @@ def test_two_writers_on_one_snapshot_and_compactions_equal_commit_order(catalog,
     for step in INTERLEAVINGS[steps]:
         if step in jobs:
             outcome = jobs[step].commit()
-            assert outcome.snapshot is not None
+            assert outcome.snapshot_id is not None
             apply(engine, state, rows[step])
             # the second writer numbered its records after a base the first one changed (for
             # first-row a compaction in between may have dropped every later record: no clash)
@@ -167,7 +160,7 @@ def test_many_writers_on_one_snapshot_land_in_commit_order(catalog):
     t.write(pa.Table.from_pylist(batch(range(20), 0, "w0"), SCHEMA))
     jobs = [job(t, batch(range(20), n, f"w{n}")) for n in range(1, 6)]
     for j in jobs:
-        j.prepare()
+        j.plan()
         j.execute()
     outcomes = [j.commit() for j in jobs]
     assert [o.rewrites for o in outcomes] == [0, 1, 1, 1, 1]
@@ -186,7 +179,7 @@ def test_renumbering_is_bounded_by_commit_retries(local_catalog):
     t = make_table(local_catalog, "deduplicate", {"commit.max-retries": "0"})
     a, b = job(t, batch(range(5), 1, "a")), job(t, batch(range(5), 2, "b"))
     for j in (a, b):
-        j.prepare()
+        j.plan()
         j.execute()
     a.commit()
     with pytest.raises(lf.CommitFailedError, match="renumbering"):
@@ -204,12 +197,12 @@ def test_write_to_other_buckets_is_not_renumbered(local_catalog):
     by_bucket: dict[int, list[int]] = {}
     for i in range(100):
         j = job(t, batch([i], 1, "x"))
-        j.prepare()
+        j.plan()
         by_bucket.setdefault(j.units[0].bucket, []).append(i)
     (b1, ids1), (b2, ids2) = list(by_bucket.items())[:2]
     a, b = job(t, batch(ids1, 1, "a")), job(t, batch(ids2, 2, "b"))
     for j in (a, b):
-        j.prepare()
+        j.plan()
         j.execute()
     assert a.commit().rewrites == 0
     assert b.commit().rewrites == 0
@@ -230,7 +223,7 @@ def tied_table(catalog: lf.Catalog, engine: str, extra: dict | None = None,
     a = job(t, batch(a_ids, 10, "A"))
     b = job(t, batch(b_ids, 100, "B"))
     for j in (a, b):
-        j.prepare()
+        j.plan()
         j.execute()
     return t, a, b
 
@@ -317,7 +310,7 @@ def test_write_prepared_before_a_rollback_still_lands_last(catalog):
     t.write(pa.Table.from_pylist(batch(range(10), 0, "w0"), SCHEMA))
     t.write(pa.Table.from_pylist(batch(range(5), 1, "a"), SCHEMA))
     b = job(t, batch([9], 3, "b"))
-    b.prepare()
+    b.plan()
     b.execute()
     t.rollback_to(1)
     t.write(pa.Table.from_pylist(batch(range(10), 2, "c"), SCHEMA))
@@ -335,16 +328,16 @@ def test_commit_landing_in_another_bucket_during_the_back_off_is_checked(catalog
     bucket_of = {}
     for i in range(20):
         j = job(t, batch([i], 0, "probe"))
-        j.prepare()
+        j.plan()
         bucket_of[i] = j.units[0].bucket
     x = [i for i in range(20) if bucket_of[i] == 0]
     y = [i for i in range(20) if bucket_of[i] == 1]
     a_ids = sorted(x + y[:1])  # one key in Y: C's file there outnumbers A's
     a = job(t, batch(a_ids, 1, "a"))
-    a.prepare()
+    a.plan()
     a.execute()
     t.write(pa.Table.from_pylist(batch(x, 2, "b"), SCHEMA))  # B: bucket X only
-    import lakeformat.operation.write as write_module
+    import lakeformat.operation.write_job as write_module
 
     real_sleep = write_module.time.sleep
     c_rows = batch(y, 3, "c")
@@ -356,7 +349,7 @@ def test_commit_landing_in_another_bucket_during_the_back_off_is_checked(catalog
         real_sleep(seconds)
 
     monkeypatch.setattr(write_module.time, "sleep", sleep_while_c_commits)
-    assert a.commit().snapshot is not None
+    assert a.commit().snapshot_id is not None
     assert not c_rows  # C did land during the back-off
     want = sorted(batch(a_ids, 1, "a") + batch(y[1:], 3, "c"), key=lambda r: r["id"])
     assert rows_of(t) == want

@@ -26,10 +26,10 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 import pyarrow as pa
 import pytest
-from s3server import boto3_client, s3_options
 
 import lakeformat as lf
 from lakeformat.operation.references import TableReferences
+from tests.support.s3server import boto3_client, s3_options
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])
 KV = pa.schema([("id", pa.int64()), ("v", pa.int64())])

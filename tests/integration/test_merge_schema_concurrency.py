@@ -17,9 +17,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from s3server import boto3_client
 
 import lakeformat as lf
+from tests.support.s3server import boto3_client
 
 ROUNDS = 3
 ROWS = 40

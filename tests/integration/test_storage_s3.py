@@ -10,11 +10,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from s3server import boto3_client, new_bucket
 
 from lakeformat.errors import InvalidOptionError, UnsupportedError
 from lakeformat.storage import FileIO, S3FileIO, get_file_io
 from lakeformat.storage.s3 import split_s3_path
+from tests.support.s3server import boto3_client, new_bucket
 
 Warehouse = tuple[str, dict[str, str]]
 

@@ -7,17 +7,7 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
-
-TWO_STREAMS = pa.schema([
-    pa.field("id", pa.int64(), nullable=False),
-    ("a", pa.string()), ("b", pa.int64()), ("a_ts", pa.int64()),
-    ("c", pa.string()), ("d", pa.int64()), ("c_ts", pa.int64()),
-])
-ORDERS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.string()),
-                    ("b", pa.int64()), ("a_ts", pa.int64())])
-PAYMENTS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("c", pa.string()),
-                      ("d", pa.int64()), ("c_ts", pa.int64())])
-COLUMNS = TWO_STREAMS.names
+from tests.support.two_streams import COLUMNS, STEPS, TWO_STREAMS
 
 
 def by_id(t: lf.Table) -> dict[int, tuple]:
@@ -30,32 +20,6 @@ def two_stream_table(catalog, name: str = "db.two") -> lf.Table:
         "bucket": "1", "merge-engine": "partial-update",
         "fields.a_ts.sequence-group": "a,b", "fields.c_ts.sequence-group": "c,d",
         "num-sorted-run.compaction-trigger": "2"})
-
-
-def orders(rows: list[tuple]) -> pa.Table:
-    return pa.Table.from_pylist([dict(zip(ORDERS.names, r)) for r in rows], schema=ORDERS)
-
-
-def payments(rows: list[tuple]) -> pa.Table:
-    return pa.Table.from_pylist([dict(zip(PAYMENTS.names, r)) for r in rows], schema=PAYMENTS)
-
-
-#: (stream, rows, rows of the table after the write) for the two-stream scenario
-STEPS = [
-    (orders, [(1, "a1", 1, 10), (2, "a2", 2, 10)],
-     {1: ("a1", 1, 10, None, None, None), 2: ("a2", 2, 10, None, None, None)}),
-    (payments, [(1, "c1", 1, 5), (3, "c3", 3, 5)],
-     {1: ("a1", 1, 10, "c1", 1, 5), 2: ("a2", 2, 10, None, None, None),
-      3: (None, None, None, "c3", 3, 5)}),
-    # an older a_ts arriving later does not overwrite; a newer one replaces its whole group
-    (orders, [(1, "old", 0, 5), (2, "a2new", None, 20)],
-     {1: ("a1", 1, 10, "c1", 1, 5), 2: ("a2new", None, 20, None, None, None),
-      3: (None, None, None, "c3", 3, 5)}),
-    # a NULL ordering value leaves its group alone; an equal one wins (>=)
-    (payments, [(3, "ignored", 9, None), (1, "c1b", None, 5)],
-     {1: ("a1", 1, 10, "c1b", None, 5), 2: ("a2new", None, 20, None, None, None),
-      3: (None, None, None, "c3", 3, 5)}),
-]
 
 
 def test_two_streams_write_their_own_columns(catalog):

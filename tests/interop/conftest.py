@@ -7,14 +7,10 @@ without pypaimon the pypaimon-driven modules are not collected at all.
 from __future__ import annotations
 
 import importlib.util
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))  # `import pypaimon_helpers` under any import mode
 
 if importlib.util.find_spec("pypaimon") is None:  # pragma: no cover - main venv
     collect_ignore = [
@@ -37,7 +33,7 @@ def warehouse(tmp_path: Path) -> str:
 @pytest.fixture()
 def paimon(warehouse: str) -> Any:
     """pypaimon filesystem catalog over the warehouse, with database `db`."""
-    from pypaimon_helpers import paimon_catalog
+    from tests.support.pypaimon_helpers import paimon_catalog
 
     return paimon_catalog(warehouse)
 

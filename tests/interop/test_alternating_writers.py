@@ -19,7 +19,9 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pypaimon_helpers import (
+
+import lakeformat as lf
+from tests.support.pypaimon_helpers import (
     DAYS,
     ORDER_KEYS,
     ORDERS,
@@ -34,8 +36,6 @@ from pypaimon_helpers import (
     paimon_write,
     sorted_model_rows,
 )
-
-import lakeformat as lf
 
 FileKey = tuple[tuple[Any, ...], int]  # (partition values, bucket)
 

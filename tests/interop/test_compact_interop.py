@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from pypaimon_helpers import (
+
+import lakeformat as lf
+from tests.support.pypaimon_helpers import (
     assert_same_rows,
     create_paimon_table,
     paimon_live_files,
@@ -13,8 +15,6 @@ from pypaimon_helpers import (
     paimon_snapshots,
     paimon_write,
 )
-
-import lakeformat as lf
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), False), pa.field("id", pa.int64(), False),
                     ("name", pa.string()), ("amount", pa.int64()), ("rk", pa.string())])

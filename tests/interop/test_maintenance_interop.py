@@ -23,14 +23,14 @@ pytest.importorskip("pypaimon")  # collected only in the interop venv
 import pyarrow as pa  # noqa: E402
 from pypaimon.schema.data_types import AtomicType  # noqa: E402
 from pypaimon.schema.schema_change import SchemaChange as PChange  # noqa: E402
-from pypaimon_helpers import (  # noqa: E402
+
+import lakeformat as lf  # noqa: E402
+from tests.support.pypaimon_helpers import (  # noqa: E402
     DAYS,
     create_paimon_table,
     paimon_read,
     paimon_write,
 )
-
-import lakeformat as lf  # noqa: E402
 
 IDENT = "db.t"
 KEYS = ["dt", "id"]

@@ -60,7 +60,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pypaimon_helpers import (
+
+import lakeformat as lf
+from lakeformat.errors import LakeformatError, UnsupportedError
+from lakeformat.schema.schema_manager import SchemaManager
+from lakeformat.schema.table_schema import TableSchema
+from tests.support.pypaimon_helpers import (
     DAYS,
     Row,
     assert_same_rows,
@@ -70,11 +75,6 @@ from pypaimon_helpers import (
     paimon_write,
     sorted_rows,
 )
-
-import lakeformat as lf
-from lakeformat.errors import LakeformatError, UnsupportedError
-from lakeformat.schema.schema_manager import SchemaManager
-from lakeformat.schema.table_schema import TableSchema
 
 RETRACTS = ("-U", "-D")
 D = decimal.Decimal

@@ -14,7 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pypaimon_helpers import (
+
+from tests.support.pypaimon_helpers import (
     DAYS,
     KEY_TYPES,
     ORDER_KEYS,

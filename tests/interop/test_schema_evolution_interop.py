@@ -23,7 +23,9 @@ import pyarrow as pa  # noqa: E402
 from pypaimon.schema.data_types import AtomicType  # noqa: E402
 from pypaimon.schema.schema_change import Move as PMove  # noqa: E402
 from pypaimon.schema.schema_change import SchemaChange as PChange  # noqa: E402
-from pypaimon_helpers import (  # noqa: E402
+
+import lakeformat as lf  # noqa: E402
+from tests.support.pypaimon_helpers import (  # noqa: E402
     DAYS,
     Row,
     assert_same_rows,
@@ -32,8 +34,6 @@ from pypaimon_helpers import (  # noqa: E402
     paimon_read,
     paimon_write,
 )
-
-import lakeformat as lf  # noqa: E402
 
 KEYS = ["dt", "id"]
 IDENT = "db.evolving"

@@ -10,17 +10,13 @@ pypaimon supports, is asserted to read the same rows in both libraries, before a
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-
-from pypaimon_helpers import paimon_read  # noqa: E402
-from test_subset_writes import COLUMNS, STEPS, TWO_STREAMS  # noqa: E402
+from tests.support.pypaimon_helpers import paimon_read
+from tests.support.two_streams import COLUMNS, STEPS, TWO_STREAMS
 
 
 def rows_by_id(table: pa.Table) -> dict[int, tuple]:

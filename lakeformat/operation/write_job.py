@@ -1,0 +1,326 @@
+"""A write (or delete, or merge-schema write) as the three steps of every data job.
+
+* `plan()` (driver): read the latest snapshot once — the base — evolve the schema first for a
+  merge-schema write, and split the rows into `WriteUnit`s, one per (partition, bucket);
+* `execute(runner)` (anywhere): `TableWrite.execute` over the units through a `Runner` (a thread
+  pool by default; Spark plugs in its own), each returning a `CommitMessage`;
+* `commit()` (driver): one APPEND (or OVERWRITE) snapshot; the `CommitResult` is counted from
+  the committed entries.
+
+Idempotent commits: a job given a `commit_user` and `commit_identifier` whose pair already
+landed in a retained snapshot writes nothing and returns that commit's result (Paimon's
+`filterCommitted`). An Airflow retry, a backfill re-run or a Spark driver that lost the answer of
+its commit runs the same job again and lands at most once.
+
+Sequence numbers: records are numbered after each bucket's largest sequence number in the base
+snapshot. If another commit lands records in one of those buckets at or above this write's
+first number before this one lands, the commit is refused (`SequenceConflict`) and the affected
+units are executed again, numbered past the new largest number, and their first files deleted —
+so a later commit's records always carry larger sequence numbers than every record committed
+before it in the bucket, and concurrent writers never tie. Renumbering is bounded by
+`commit.max-retries`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from collections.abc import Sequence
+from numbers import Integral
+
+import numpy as np
+import pyarrow as pa
+
+from lakeformat.errors import (
+    CommitFailedError,
+    CommitStateUnknownError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+)
+from lakeformat.merge.sort import DELETE
+from lakeformat.meta.data_file_meta import FileKind, ManifestEntry
+from lakeformat.meta.snapshot import Snapshot
+from lakeformat.operation.commit import (
+    CommitMessage,
+    FileStoreCommit,
+    SequenceBase,
+    SequenceConflict,
+    snapshot_identity,
+)
+from lakeformat.operation.merge_schema import evolve_for_write
+from lakeformat.operation.runner import Runner, captured, default_runner, split_failures
+from lakeformat.operation.write import TableWrite, WriteUnit
+from lakeformat.options import CoreOptions
+from lakeformat.results import CommitResult
+from lakeformat.schema.schema_manager import SchemaManager
+from lakeformat.schema.table_schema import TableSchema
+from lakeformat.schema.types import arrow_schema
+from lakeformat.storage import FileIO
+
+#: how far past a bucket's largest live sequence number a renumbered write starts (doubled
+#: with each renumbering of the same write)
+RENUMBER_GAP = 1 << 20
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def check_commit_identity(commit_user: str | None, commit_identifier: int | None) -> None:
+    """A commit identifier only means something with the user it belongs to."""
+    if commit_user is not None and (not isinstance(commit_user, str) or not commit_user):
+        raise InvalidArgumentError(f"commit_user must be a non-empty string, got {commit_user!r}")
+    if commit_identifier is None:
+        return
+    if (isinstance(commit_identifier, bool) or not isinstance(commit_identifier, Integral)
+            or not _LONG_MIN <= commit_identifier <= _LONG_MAX):
+        raise InvalidArgumentError(f"commit_identifier must be an integer (a Java long), got "
+                                   f"{commit_identifier!r}")
+    if commit_user is None:
+        raise InvalidArgumentError("commit_identifier needs a commit_user: the pair identifies "
+                                   "a commit (e.g. user 'dag.task', identifier the run's date)")
+
+
+def delete_rows(schema: TableSchema, keys: pa.Table) -> tuple[pa.Table, np.ndarray]:
+    """-D records for the given primary keys: every key column is required; other columns are
+    null (or taken from `keys` when given) and `rowkind.field`, if any, says -D."""
+    missing = [k for k in schema.primary_keys if k not in keys.column_names]
+    if missing:
+        raise SchemaMismatchError(f"delete needs every primary-key column; missing {missing}")
+    cols = []
+    for f in schema.fields:
+        if f.name in keys.column_names:
+            cols.append(keys[f.name])
+        elif f.type.nullable:
+            cols.append(pa.nulls(keys.num_rows, arrow_schema([f], with_id=False)[0].type))
+        else:
+            raise SchemaMismatchError(
+                f"delete needs a value for NOT NULL column {f.name!r} ({f.type})")
+    full = pa.table(cols, names=schema.field_names)
+    rk = CoreOptions(schema.options).rowkind_field
+    if rk and rk not in keys.column_names:
+        full = full.set_column(full.column_names.index(rk), rk,
+                               pa.array(["-D"] * full.num_rows, pa.string()))
+    return full, np.full(full.num_rows, DELETE, dtype=np.int8)
+
+
+class WriteJob:
+    """One batch write as plan → execute → commit (see the module docstring).
+
+    `merge_schema_options`: the write's options when it is a merge-schema write (the schema is
+    evolved in `plan`, before any file is written); None for a plain write.
+    """
+
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, data: pa.Table,
+                 kinds: np.ndarray | None = None, overwrite: bool = False,
+                 commit_user: str | None = None, commit_identifier: int | None = None, *,
+                 merge_schema_options: dict[str, str] | None = None,
+                 runner: Runner | None = None, table_name: str | None = None):
+        check_commit_identity(commit_user, commit_identifier)
+        self.file_io = file_io
+        self.table_path = table_path
+        self.table_name = table_name or table_path
+        self.schema = schema
+        self.data = data
+        self.kinds = kinds
+        self.overwrite = overwrite
+        self.merge_schema_options = merge_schema_options
+        self.runner = runner
+        self.writer = TableWrite(file_io, table_path, schema)
+        opts = self.writer.options  # commit options are checked before anything is written
+        _ = (opts.commit_max_retries, opts.commit_min_retry_wait, opts.commit_max_retry_wait,
+             opts.commit_timeout)
+        self.commit_identifier = commit_identifier
+        self.committer = FileStoreCommit(file_io, table_path, schema, commit_user,
+                                         commit_identifier)
+        self.units: list[WriteUnit] = []
+        self.messages: list[CommitMessage] = []
+        self.base: SequenceBase | None = None
+        self.base_id: int | None = None
+        self.landed: Snapshot | None = None  # this (user, identifier) had already committed
+        self.rewrites = 0
+        self._start = time.monotonic()
+
+    @property
+    def commit_user(self) -> str:
+        return self.committer.commit_user
+
+    # -- plan ----------------------------------------------------------------------------------
+    def plan(self) -> list[WriteUnit]:
+        """Read the base snapshot, evolve the schema for a merge-schema write, and split the
+        rows into units. Plans nothing when this commit's (user, identifier) already landed."""
+        self._start = time.monotonic()
+        if self._already_landed(None):
+            return []
+        if self.merge_schema_options is not None:
+            schema, self.data = evolve_for_write(SchemaManager(self.file_io, self.table_path),
+                                                 self.data, self.merge_schema_options)
+            self._use_schema(schema)
+        latest = self.committer.snapshots.latest_snapshot()
+        self.base_id = latest.id if latest else None
+        self.units = self.writer.plan(self.data, self.kinds, latest)
+        self.base = SequenceBase(snapshot_identity(latest),
+                                 {(u.partition, u.bucket): u.max_sequence_number
+                                  for u in self.units})
+        return self.units
+
+    def _use_schema(self, schema: TableSchema) -> None:
+        self.schema = schema
+        self.writer = TableWrite(self.file_io, self.table_path, schema)
+        self.committer = FileStoreCommit(self.file_io, self.table_path, schema,
+                                         self.committer.commit_user, self.commit_identifier)
+
+    def _already_landed(self, since: int | None) -> bool:
+        if self.commit_identifier is None:
+            return False
+        found = self.committer.snapshots.find_commit(self.commit_user, self.commit_identifier,
+                                                     since)
+        if found:
+            self.landed = found[0]
+        return bool(found)
+
+    # -- execute -------------------------------------------------------------------------------
+    def execute(self, runner: Runner | None = None) -> list[CommitMessage]:
+        """Write the units' files through `runner` (the job's, else a thread pool)."""
+        self.messages = self._execute(self.units, runner)
+        return self.messages
+
+    def _execute(self, units: Sequence[WriteUnit], runner: Runner | None = None
+                 ) -> list[CommitMessage]:
+        results = default_runner(runner or self.runner).map(captured(self.writer.execute),
+                                                             list(units))
+        done, error = split_failures(results)
+        if error is not None:
+            self.writer.remove_files(done, list(units))
+            raise error
+        return done
+
+    # -- commit --------------------------------------------------------------------------------
+    def commit(self) -> CommitResult:
+        """Commit the executed units; renumber and rewrite buckets others wrote to meanwhile,
+        after a randomized back-off (`commit.min-retry-wait` doubling up to
+        `commit.max-retry-wait`, as Paimon's commit retries) so contenders fall out of step."""
+        if self.landed is not None or self._duplicate_since_plan():
+            return self._result(self.landed, self.committer.delta_entries(self.landed),
+                                already=True)
+        opts = self.writer.options
+        try:
+            wait = opts.commit_min_retry_wait
+            while True:
+                try:
+                    snap = self._commit_once()
+                    return self._result(snap, self.committer.committed_entries if snap else [])
+                except SequenceConflict as conflict:
+                    self._unless_ambiguous(conflict)
+                    if self.rewrites >= opts.commit_max_retries:
+                        raise CommitFailedError(
+                            f"commit to {self.table_path} gave up after renumbering "
+                            f"{self.rewrites} times: other writers kept committing to the same "
+                            "buckets") from conflict
+                    time.sleep(wait * (0.5 + random.random()))
+                    wait = min(wait * 2, opts.commit_max_retry_wait)
+                    self._renumber(self._fresh(conflict))
+        except CommitStateUnknownError:
+            raise  # the snapshot may reference our files: keep them
+        except BaseException as error:
+            self._unless_ambiguous(error)
+            self.abort()
+            raise
+
+    def _duplicate_since_plan(self) -> bool:
+        """Another run of this same commit (user, identifier) that landed after our plan: ours
+        is then a duplicate and its files are dropped."""
+        if self.commit_identifier is None or not self._already_landed(self.base_id):
+            return False
+        self.abort()
+        return True
+
+    def run(self) -> CommitResult:
+        self.plan()
+        self.execute()
+        return self.commit()
+
+    def abort(self) -> None:
+        """Delete the files this job wrote (it will not be committed)."""
+        self.writer.remove_files(self.messages, self.units)
+        self.messages = []
+
+    def _result(self, snap: Snapshot | None, entries: Sequence[ManifestEntry],
+                already: bool = False) -> CommitResult:
+        added = [e for e in entries if e.kind == FileKind.ADD]
+        return CommitResult(
+            table=self.table_name, snapshot_id=snap.id if snap else None,
+            commit_kind=snap.commit_kind if snap else None, rows_written=self.data.num_rows,
+            files_added=len(added), files_deleted=len(entries) - len(added),
+            bytes_added=sum(e.file.file_size for e in added),
+            duration_s=round(time.monotonic() - self._start, 3), rewrites=self.rewrites,
+            commit_user=self.commit_user, commit_identifier=self.commit_identifier,
+            already_committed=already)
+
+    def _unless_ambiguous(self, error: BaseException) -> None:
+        """After a publish whose request failed (the snapshot was absent when read back, but
+        the request could still land), this job's files may be referenced by a snapshot yet
+        to appear: instead of deleting or rewriting them, end with CommitStateUnknownError."""
+        ambiguous = self.committer.ambiguous_publish
+        if ambiguous is not None:
+            raise CommitStateUnknownError(
+                f"commit to {self.table_path} stopped ({error}) after publishing snapshot "
+                f"{ambiguous} failed in a way that may still land; nothing was deleted. If "
+                f"snapshot {ambiguous} appears with commitUser {self.commit_user} the write "
+                "landed; otherwise run it again (with the same commit_user and "
+                "commit_identifier it lands at most once; remove_orphan_files removes the "
+                "files it left)", snapshot_id=ambiguous, commit_user=self.commit_user
+            ) from error
+
+    def _commit_once(self) -> Snapshot | None:
+        if self.overwrite:
+            parts = sorted({u.partition for u in self.units})
+            return self.committer.commit(self.messages, overwrite_partitions=parts,
+                                         overwrite_all=not self.schema.partition_keys)
+        return self.committer.commit(self.messages, sequence_base=self.base)
+
+    def _fresh(self, conflict: SequenceConflict) -> SequenceConflict:
+        """The conflict as of the latest snapshot now, over EVERY bucket of the job: others
+        may have landed during the back-off, in these buckets or in others; the new base is
+        that snapshot, so each bucket where records now live above its start is renumbered."""
+        assert self.base is not None
+        latest = self.committer.snapshots.latest_snapshot()
+        state = self.writer.bucket_state(latest)
+        buckets = {}
+        for key, start in self.base.max_sequence.items():
+            now = max(state.get(key, (None, -1))[1], conflict.buckets.get(key, -1))
+            if now > start:
+                buckets[key] = now
+        return SequenceConflict(self.table_path, buckets, latest)
+
+    def _renumber(self, conflict: SequenceConflict) -> None:
+        """Execute the units of the conflicting buckets again, numbered a gap past the largest
+        sequence number now live there; the files written first for them are deleted once the
+        new ones exist. The gap lets writers that prepared before this renumbering (their
+        numbers stay below ours) commit first without forcing yet another one; it doubles with
+        every renumbering, so among writers renumbering at once the one that has waited
+        longest jumps highest and lands (no leapfrogging livelock)."""
+        assert self.base is not None
+        gap = RENUMBER_GAP << min(self.rewrites, 24)
+        redo = {k: v + gap for k, v in conflict.buckets.items()}
+        old_units = [u for u in self.units if (u.partition, u.bucket) in redo]
+        new_units = [dataclasses.replace(u, max_sequence_number=redo[(u.partition, u.bucket)])
+                     for u in old_units]
+        old_messages = [m for m in self.messages if (m.partition, m.bucket) in redo]
+        fresh = self._execute(new_units)
+        keep = [m for m in self.messages if (m.partition, m.bucket) not in redo]
+        self.messages = keep + fresh
+        self.units = [u for u in self.units if (u.partition, u.bucket) not in redo] + new_units
+        self.writer.remove_files(old_messages, old_units)
+        # the check stays "nothing live at or above our first number"
+        self.base = SequenceBase(snapshot_identity(conflict.snapshot),
+                                 {**self.base.max_sequence, **redo})
+        self.rewrites += 1
+
+
+def write_table(file_io: FileIO, table_path: str, schema: TableSchema, data: pa.Table,
+                kinds: np.ndarray | None = None, overwrite: bool = False,
+                commit_user: str | None = None, commit_identifier: int | None = None,
+                runner: Runner | None = None, table_name: str | None = None) -> CommitResult:
+    """One batch write, committed as one APPEND (or OVERWRITE) snapshot."""
+    return WriteJob(file_io, table_path, schema, data, kinds, overwrite, commit_user,
+                    commit_identifier, runner=runner, table_name=table_name).run()
+

@@ -43,7 +43,7 @@ from lakeformat.version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
     from lakeformat.catalog import Catalog, Identifier
-    from lakeformat.results import CommitResult
+    from lakeformat.results import CommitResult, TagInfo
     from lakeformat.schema.schema_change import Move, SchemaChange
     from lakeformat.table import Table
 
@@ -53,6 +53,7 @@ _LAZY = {
     "Identifier": "lakeformat.catalog",
     "Table": "lakeformat.table",
     "CommitResult": "lakeformat.results",
+    "TagInfo": "lakeformat.results",
     "SchemaChange": "lakeformat.schema.schema_change",
     "Move": "lakeformat.schema.schema_change",
 }
@@ -72,7 +73,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "Catalog", "Identifier", "Table", "CommitResult", "SchemaChange", "Move",
+    "Catalog", "Identifier", "Table", "CommitResult", "TagInfo", "SchemaChange", "Move",
     "LakeformatError", "UnsupportedError",
     "SchemaMismatchError", "CorruptFileError", "CommitConflictError", "CommitFailedError",
     "CommitOutcomeUnknownError",

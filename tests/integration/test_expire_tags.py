@@ -176,7 +176,7 @@ def test_tag_info_prints_and_converts_to_the_plain_dict(catalog):
                               "create_time": info.create_time.isoformat(),
                               "time_retained_s": 86400.0}
     assert "tag eod: snapshot 1" in str(info)
-    assert t.list_tags() == [info]
+    assert t.list_tags() == [info] and isinstance(info, lf.TagInfo)
 
 
 def test_rollback_to_snapshot_and_to_expired_tag(catalog):

@@ -16,7 +16,7 @@ from lakeformat.errors import (
     SchemaMismatchError,
     TableNotFoundError,
 )
-from lakeformat.merge import check_merge_options
+from lakeformat.merge import merge_engine
 from lakeformat.merge.sort import DELETE
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
@@ -52,7 +52,7 @@ def validate_table_schema(schema: TableSchema) -> None:
     _ = schema.trimmed_primary_keys  # raises when the key is only partition columns
     _ = schema.bucket_keys  # raises when bucket-key names a missing column
     CoreOptions(schema.options).validate()
-    check_merge_options(schema)
+    merge_engine(schema)  # builds the engine: its options are checked
 
 
 def _positive_int(table: str, arg: str, value: Any) -> None:

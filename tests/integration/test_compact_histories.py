@@ -1,5 +1,5 @@
 """Full compaction over random histories, for every merge engine and option set of the merge
-engine property tests (tests/unit/test_merge_engines_property.py draws them).
+engine property tests (tests/unit/merge/test_engines_property.py draws them).
 
 A drawn history is cut into commits (arrival order = the drawn sequence numbers) and written
 through the write path; then, repeatedly, a full compaction runs and more commits follow.
@@ -28,7 +28,7 @@ from lakeformat.operation.write import write_table
 from lakeformat.schema.table_schema import VALUE_KIND
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))
-import test_merge_engines_property as P  # noqa: E402
+from merge import test_engines_property as P  # noqa: E402
 
 EXAMPLES = int(os.environ.get("COMPACT_PROPERTY_EXAMPLES", "25"))
 HISTORY = settings(max_examples=EXAMPLES, deadline=None,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from lakeformat.errors import InvalidOptionError, UnsupportedError
+from lakeformat.errors import InvalidArgumentError, InvalidOptionError, UnsupportedError
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import (
     DELETE,
@@ -95,7 +95,7 @@ class MergeEngine:
                 groups = key_groups(table, self.ctx.key_names)
             return self.merge_groups(table, groups)
         if groups is None:
-            raise ValueError("merge_sorted: `groups` must come with `perm`")
+            raise InvalidArgumentError("merge_sorted: `groups` must come with `perm`")
         if not self.picks_rows:
             return self.merge_groups(table.take(pa.array(perm)), groups)
         kinds = table[VALUE_KIND].to_numpy()[perm] if table.num_rows else perm[:0]

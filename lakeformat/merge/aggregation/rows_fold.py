@@ -5,7 +5,8 @@ nested rows whose next state depends on count limits, sequence fields and key st
 `RowsFold` walks the rows of all groups in lock-step (`rounds`): round k applies the k-th row
 of every group at once, on a flat table of accumulator entries. Each entry is a nested row given
 per field by the pool element (a flattened input element) that supplies the field, so partial
-updates can assemble new rows. Subclasses define agg / retract on whole entry tables.
+updates can assemble new rows. Subclasses define agg / retract on whole entry tables. This is
+the shared base of the `nested_rows` and `keytime` families (it imports only `base` and `codes`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import pyarrow.compute as pc
 from lakeformat.merge.aggregation.base import FieldAggregator, Rows, build_map, rounds
 from lakeformat.merge.codes import as_list, list_lengths
 
-# --------------------------------------------------------------------------------------------
 
 class EntryPool:
+    """The flattened input elements of every row: the values entries point at."""
+
     def __init__(self, rows: Rows):
         lists = as_list(rows.values)
         self.elems = pc.list_flatten(lists)

@@ -97,8 +97,8 @@ def check_compactable(schema: TableSchema, table_path: str) -> CoreOptions:
         if opts.get(key):
             raise UnsupportedError(f"{table_path}: option {key}={opts.get(key)} is not supported"
                                    " by compaction")
-    from lakeformat.merge import check_merge_options
-    check_merge_options(schema)
+    from lakeformat.merge import merge_engine
+    merge_engine(schema)  # checks the merge options
     _ = (opts.num_levels, opts.compaction_max_size_amplification_percent,
          opts.compaction_size_ratio, opts.compaction_file_size,
          opts.compaction_force_rewrite_all_files, opts.compaction_optimization_interval,

@@ -17,7 +17,7 @@ The SAME Arrow tables feed three tables that differ only in their options:
 
 Two levels, both timed best of `--repeat`, the engines interleaved within every repetition:
 
-* engine: `create_unsorted_merge(schema)(kv)` on one in-memory table holding all runs
+* engine: `merge_engine(schema).merge(kv)` on one in-memory table holding all runs
   (`_SEQUENCE_NUMBER` ascending run after run, `_VALUE_KIND` 0): a single bucket, one thread;
 * end-to-end: `Catalog(tmp)` tables with `bucket=--bucket` (default 4), one `Table.write` per
   run (untimed setup, printed), then `Table.read()` on a fresh handle: files read and merged per
@@ -59,11 +59,7 @@ import lakeformat as lf  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling bench scripts
 from write_read import random_strings, say, warn_if_busy  # noqa: E402
 
-from lakeformat.merge import (  # noqa: E402
-    create_merge_function,
-    create_unsorted_merge,
-    sort_records,
-)
+from lakeformat.merge import merge_engine  # noqa: E402
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND  # noqa: E402
 
 TARGET_RATIO = 2.0  # engines (2) and (3) may take at most this many times (1)'s time
@@ -270,13 +266,13 @@ def load() -> float:
 
 
 def run_engine_level(engines: list[Engine], kv: pa.Table, repeat: int, sample: Sample) -> None:
-    """`create_unsorted_merge(schema)(kv)` per engine, interleaved, `repeat` times."""
+    """`merge_engine(schema).merge(kv)` per engine, interleaved, `repeat` times."""
     for i in range(repeat):
         parts = []
         for e in engines:
             start = time.perf_counter()
             try:
-                merged = create_unsorted_merge(e.schema)(kv)
+                merged = merge_engine(e.schema).merge(kv)
             except Exception as ex:  # an engine being finished: report it, time the others
                 e.engine_check = f"FAILED: {type(ex).__name__}: {ex}"[:300]
                 parts.append(f"{e.key} failed")
@@ -291,16 +287,16 @@ def run_engine_level(engines: list[Engine], kv: pa.Table, repeat: int, sample: S
 
 
 def run_presorted(engines: list[Engine], kv: pa.Table, repeat: int, sample: Sample) -> None:
-    """`create_merge_function(schema)(kv in merge order)`: the engine without the sort and the
+    """`merge_engine(schema).merge_sorted(kv in merge order)`: the engine without the sort and the
     gather every engine shares. None of the tables has `sequence.field`, so the merge order
     (key, then `_SEQUENCE_NUMBER`) is the same for all and is computed once, untimed."""
-    ordered = sort_records(kv, engines[0].schema).combine_chunks()
+    ordered = merge_engine(engines[0].schema).sort(kv).combine_chunks()
     for i in range(repeat):
         parts = []
         for e in engines:
             start = time.perf_counter()
             try:
-                merged = create_merge_function(e.schema)(ordered)
+                merged = merge_engine(e.schema).merge_sorted(ordered)
             except Exception as ex:
                 e.presorted_check = f"FAILED: {type(ex).__name__}: {ex}"[:300]
                 parts.append(f"{e.key} failed")
@@ -379,7 +375,7 @@ def profile(engines: list[Engine], kv: pa.Table, warehouse: Path | None, top: in
         if e.schema and not e.engine_check.startswith("FAILED"):
             prof = cProfile.Profile()
             start = time.perf_counter()
-            prof.runcall(lambda e=e: create_unsorted_merge(e.schema)(kv))
+            prof.runcall(lambda e=e: merge_engine(e.schema).merge(kv))
             print_profile(f"engine-level {e.label}", prof, time.perf_counter() - start, top,
                           out_dir, f"engine-{e.key}")
     if warehouse is None:
@@ -430,8 +426,8 @@ def report(engines: list[Engine], total: int, levels: list[str], runs: int) -> N
         say("  ".join(cells + [r[-1]]).rstrip())
         if k == 0:
             say("  ".join("-" * w for w in widths) + "  -----")
-    say("  engine: create_unsorted_merge(schema)(all runs in one table: one bucket, one "
-        "thread); presorted: create_merge_function(schema) on the same records already in "
+    say("  engine: merge_engine(schema).merge(all runs in one table: one bucket, one "
+        "thread); presorted: merge_engine(schema).merge_sorted on the same records already in "
         "merge order (the engine alone, without the shared sort and gather); read: "
         f"Table.read() of the {runs}-commit table, buckets in lakeformat's thread pool.")
     say("  input rows/s = all records of all runs / best seconds; time/(1) = best time over "

@@ -26,22 +26,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.errors import (
-    InvalidOptionError,
-    LakeformatError,
-    SchemaMismatchError,
-    UnsupportedError,
-)
-from lakeformat.merge.aggregators import (
+from lakeformat.errors import InvalidOptionError, SchemaMismatchError, UnsupportedError
+from lakeformat.merge.aggregation.base import choose
+from lakeformat.merge.aggregation.registry import (
     AGGREGATE_FUNCTIONS,
     UNSUPPORTED_FUNCTIONS,
     FieldAggregator,
     create_aggregator,
 )
-from lakeformat.merge.aggregators_base import choose
-from lakeformat.merge.context import MergeContext
+from lakeformat.merge.engine import MergeEngine, describe_retracts
 from lakeformat.merge.sort import DELETE, INSERT, UPDATE_BEFORE, KeyGroups, is_retract
-from lakeformat.merge.validation import describe_retracts
 from lakeformat.options import parse_bool
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.schema.types import DataField
@@ -78,95 +72,90 @@ class _Plan:
     remove_on_delete: bool
 
 
-_PLANS: dict[int, tuple[TableSchema, _Plan]] = {}
+class AggregateEngine(MergeEngine):
+    """Java's AggregateMergeFunction: every value column folded by its field aggregator."""
 
+    name = "aggregation"
 
-def _plan(schema: TableSchema) -> _Plan:
-    cached = _PLANS.get(id(schema))
-    if cached is not None and cached[0] is schema:
-        return cached[1]
-    validate(schema)
-    options = schema.options
-    seq = _sequence_fields(options)
-    aggs = {f.name: create_aggregator(function_name(f.name, options, schema.primary_keys, seq),
-                                      f, options)
-            for f in schema.fields}
-    plan = _Plan(aggs, parse_bool(options, REMOVE_RECORD_ON_DELETE, False))
-    if len(_PLANS) > 64:
-        _PLANS.clear()
-    _PLANS[id(schema)] = (schema, plan)
-    return plan
+    def validate(self) -> None:
+        """Check the engine's options, then create every column's aggregate function."""
+        schema = self.schema
+        validate(schema)
+        options = schema.options
+        seq = _sequence_fields(options)
+        aggs = {f.name: create_aggregator(function_name(f.name, options, schema.primary_keys,
+                                                        seq), f, options)
+                for f in schema.fields}
+        self.plan = _Plan(aggs, parse_bool(options, REMOVE_RECORD_ON_DELETE, False))
 
-
-def merge(table: pa.Table, groups: KeyGroups, ctx: MergeContext) -> pa.Table:
-    """One aggregated row per key group (see the module docs)."""
-    plan = _plan(ctx.schema)
-    n_groups = len(groups)
-    lone = groups.sizes == 1
-    if not AGGREGATE_LONE_RECORDS and lone.all():
-        return table
-    kinds = np.asarray(pc.fill_null(table[VALUE_KIND], 0).to_numpy(), dtype=np.int8)
-    retract = is_retract(kinds)
-    reset = (kinds == DELETE) if plan.remove_on_delete else np.zeros(len(kinds), dtype=bool)
-    base_ops = np.where(retract, 3, 1).astype(np.int8)
-    base_ops[reset] = 4
-    keep_lone = lone.any() and not AGGREGATE_LONE_RECORDS
-    lone_rows = groups.starts[lone] if keep_lone else np.zeros(0, dtype=np.int64)
-    if keep_lone:
-        # a lone record is returned as it is. Its fold result is discarded, so a plain add may
-        # run (cheaper than cutting it out); a retract or reset could raise, so it is skipped
-        special = lone_rows[base_ops[lone_rows] != 1]
-        if len(special):
-            base_ops[special] = 0
-            reset[special] = False
-    if reset.any():
-        _check_reset_rows(table, reset, ctx.schema)
-    ends_idx = pa.array(groups.ends)
-    columns = []
-    for name in table.column_names:
-        col = table[name]
-        if name == SEQUENCE_NUMBER:
-            columns.append(col.take(ends_idx))
-            continue
-        if name == VALUE_KIND:
-            deleted = reset[groups.ends] if n_groups else np.zeros(0, dtype=bool)
-            out = pa.array(np.where(deleted, DELETE, INSERT).astype(np.int8))
-        else:
-            agg = plan.aggregators[name]
-            if agg.name == "primary-key":
+    def merge_groups(self, table: pa.Table, groups: KeyGroups) -> pa.Table:
+        """One aggregated row per key group (see the module docs)."""
+        plan = self.plan
+        n_groups = len(groups)
+        lone = groups.sizes == 1
+        if not AGGREGATE_LONE_RECORDS and lone.all():
+            return table
+        kinds = np.asarray(pc.fill_null(table[VALUE_KIND], 0).to_numpy(), dtype=np.int8)
+        retract = is_retract(kinds)
+        reset = (kinds == DELETE) if plan.remove_on_delete else np.zeros(len(kinds), dtype=bool)
+        base_ops = np.where(retract, 3, 1).astype(np.int8)
+        base_ops[reset] = 4
+        keep_lone = lone.any() and not AGGREGATE_LONE_RECORDS
+        lone_rows = groups.starts[lone] if keep_lone else np.zeros(0, dtype=np.int64)
+        if keep_lone:
+            # a lone record is returned as it is. Its fold result is discarded, so a plain add may
+            # run (cheaper than cutting it out); a retract or reset could raise, so it is skipped
+            special = lone_rows[base_ops[lone_rows] != 1]
+            if len(special):
+                base_ops[special] = 0
+                reset[special] = False
+        if reset.any():
+            _check_reset_rows(table, reset, self.schema)
+        ends_idx = pa.array(groups.ends)
+        columns = []
+        for name in table.column_names:
+            col = table[name]
+            if name == SEQUENCE_NUMBER:
                 columns.append(col.take(ends_idx))
                 continue
-            ops = base_ops
-            if keep_lone and agg.may_raise_on_agg:
-                ops = base_ops.copy()
-                ops[lone_rows] = 0
-            out = agg.reduce(col, groups.starts, groups.ends, ops)
-        if keep_lone:
-            out = choose(lone, col.take(ends_idx), out)
-        columns.append(out)
-    return pa.table(columns, schema=table.schema)
+            if name == VALUE_KIND:
+                deleted = reset[groups.ends] if n_groups else np.zeros(0, dtype=bool)
+                out = pa.array(np.where(deleted, DELETE, INSERT).astype(np.int8))
+            else:
+                agg = plan.aggregators[name]
+                if agg.name == "primary-key":
+                    columns.append(col.take(ends_idx))
+                    continue
+                ops = base_ops
+                if keep_lone and agg.may_raise_on_agg:
+                    ops = base_ops.copy()
+                    ops[lone_rows] = 0
+                out = agg.reduce(col, groups.starts, groups.ends, ops)
+            if keep_lone:
+                out = choose(lone, col.take(ends_idx), out)
+            columns.append(out)
+        return pa.table(columns, schema=table.schema)
 
-
-def check_retracts(ctx: MergeContext, rows: pa.Table, kinds: np.ndarray, table: str) -> None:
-    """Write-time form of the functions' retract refusals (see `validation.check_retracts`):
-    every column's function must retract (or ignore retracts); with remove-record-on-delete a
-    -D replaces the row instead and retracts nothing."""
-    plan = _plan(ctx.schema)
-    if plan.remove_on_delete and not (kinds == UPDATE_BEFORE).any():
-        return
-    stuck = [(name, agg.name) for name, agg in plan.aggregators.items()
-             if agg.name != "primary-key" and not agg.supports_retract]
-    if not stuck:
-        return
-    cols = ", ".join(f"{c!r} ({fn})" for c, fn in stuck)
-    keys = ", ".join(f"'fields.{c}.ignore-retract'='true'" for c, _ in stuck)
-    hint = "" if plan.remove_on_delete or (kinds == UPDATE_BEFORE).any() else (
-        f", or create the table with '{REMOVE_RECORD_ON_DELETE}'='true' (a -D then removes "
-        "the row)")
-    raise SchemaMismatchError(
-        f"{table}: refused {describe_retracts(kinds)}: the aggregate functions of column(s) "
-        f"{cols} cannot retract; set {keys} to ignore retracts in them, or 'ignore-delete'="
-        f"'true' to drop retract records{hint}")
+    def refuse_retracts(self, rows: pa.Table, kinds: np.ndarray, table: str) -> None:
+        """Write-time form of the functions' retract refusals: every column's function must
+        retract (or ignore retracts); with remove-record-on-delete a -D replaces the row
+        instead and retracts nothing."""
+        plan = self.plan
+        if plan.remove_on_delete and not (kinds == UPDATE_BEFORE).any():
+            return
+        stuck = [(name, agg.name) for name, agg in plan.aggregators.items()
+                 if agg.name != "primary-key" and not agg.supports_retract]
+        if not stuck:
+            return
+        cols = ", ".join(f"{c!r} ({fn})" for c, fn in stuck)
+        keys = ", ".join(f"'fields.{c}.ignore-retract'='true'" for c, _ in stuck)
+        hint = "" if plan.remove_on_delete or (kinds == UPDATE_BEFORE).any() else (
+            f", or create the table with '{REMOVE_RECORD_ON_DELETE}'='true' (a -D then removes "
+            "the row)")
+        raise SchemaMismatchError(
+            f"{table}: refused {describe_retracts(kinds)}: the aggregate functions of column(s) "
+            f"{cols} cannot retract; set {keys} to ignore retracts in them, or 'ignore-delete'="
+            f"'true' to drop retract records{hint}")
 
 
 def _check_reset_rows(table: pa.Table, reset: np.ndarray, schema: TableSchema) -> None:
@@ -176,7 +165,7 @@ def _check_reset_rows(table: pa.Table, reset: np.ndarray, schema: TableSchema) -
         if f.type.nullable or f.name not in table.column_names:
             continue
         if table[f.name].filter(mask).null_count:
-            raise LakeformatError(
+            raise SchemaMismatchError(
                 f"a -D record with {REMOVE_RECORD_ON_DELETE}=true has null in NOT NULL "
                 f"column {f.name!r} (Paimon: 'Field can not be null')")
 

@@ -5,28 +5,32 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from lakeformat.merge.context import MergeContext
+from lakeformat.merge.engine import MergeEngine
 from lakeformat.merge.sort import DELETE, VALUE_KIND, KeyGroups, is_retract, pick_rows
 
 
-def select(kinds: np.ndarray, groups: KeyGroups, ctx: MergeContext) -> tuple[np.ndarray,
-                                                                             np.ndarray]:
-    """Winning row per key group (positions in merge order), and which results are DELETE.
+class DeduplicateEngine(MergeEngine):
+    """Java's DeduplicateMergeFunction: keeps the key's last record."""
 
-    With ignore-delete a merged key keeps its last add record; a key merged from retracts
-    only has no result (Java returns null), which is reported as DELETE.
-    """
-    if not ctx.options.ignore_delete:
-        return groups.ends, np.zeros(len(groups), dtype=bool)
-    add_pos = np.where(is_retract(kinds), -1, np.arange(len(kinds)))
-    last_add = np.maximum.accumulate(add_pos)[groups.ends]
-    lone = groups.sizes == 1
-    gone = ~lone & (last_add < groups.starts)
-    return np.where(lone | gone, groups.ends, last_add), gone
+    name = "deduplicate"
+    picks_rows = True
 
+    def select(self, kinds: np.ndarray, groups: KeyGroups) -> tuple[np.ndarray, np.ndarray]:
+        """Winning row per key group (positions in merge order), and which results are DELETE.
 
-def merge(table: pa.Table, groups: KeyGroups, ctx: MergeContext) -> pa.Table:
-    if len(groups) == table.num_rows:
-        return table
-    rows, gone = select(table[VALUE_KIND].to_numpy(), groups, ctx)
-    return pick_rows(table, rows, gone, DELETE)
+        With ignore-delete a merged key keeps its last add record; a key merged from retracts
+        only has no result (Java returns null), which is reported as DELETE.
+        """
+        if not self.ctx.options.ignore_delete:
+            return groups.ends, np.zeros(len(groups), dtype=bool)
+        add_pos = np.where(is_retract(kinds), -1, np.arange(len(kinds)))
+        last_add = np.maximum.accumulate(add_pos)[groups.ends]
+        lone = groups.sizes == 1
+        gone = ~lone & (last_add < groups.starts)
+        return np.where(lone | gone, groups.ends, last_add), gone
+
+    def merge_groups(self, table: pa.Table, groups: KeyGroups) -> pa.Table:
+        if len(groups) == table.num_rows:
+            return table
+        rows, gone = self.select(table[VALUE_KIND].to_numpy(), groups)
+        return pick_rows(table, rows, gone, DELETE)

@@ -22,16 +22,40 @@ Paimon's reducer rule holds: a key with a single record is returned unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.errors import LakeformatError, SchemaMismatchError
+from lakeformat.errors import InvalidOptionError, SchemaMismatchError, UnsupportedError
+from lakeformat.merge.aggregation.registry import (
+    AGGREGATE_FUNCTIONS,
+    UNSUPPORTED_FUNCTIONS,
+    FieldAggregator,
+    create_aggregator,
+)
+from lakeformat.merge.codes import ordering_codes
 from lakeformat.merge.context import MergeContext
-from lakeformat.merge.sequence_group import PartialUpdateConfig, SequenceGroup, ordering_codes
+from lakeformat.merge.engine import MergeEngine, describe_retracts
+from lakeformat.merge.sequence_group import (
+    ORDERABLE_ROOTS,
+    SEQUENCE_GROUP_SUFFIX,
+    SequenceGroup,
+    at_least_stored,
+    is_sequence_group_candidate,
+    java_hash_map_order,
+    java_split,
+)
 from lakeformat.merge.sort import DELETE, INSERT, UPDATE_BEFORE, KeyGroups
-from lakeformat.merge.validation import describe_retracts
+from lakeformat.options import parse_bool
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+
+REMOVE_ON_DELETE = "partial-update.remove-record-on-delete"
+REMOVE_ON_SEQUENCE_GROUP = "partial-update.remove-record-on-sequence-group"
+DEFAULT_AGG = "fields.default-aggregate-function"
+LAST_NON_NULL = "last_non_null_value"
 
 REFUSE_RETRACT = "\n".join([
     "By default, Partial update can not accept delete records, you can choose one of the "
@@ -48,44 +72,237 @@ REFUSE_RETRACT = "\n".join([
 _SKIP, _AGG, _AGG_REVERSED, _RETRACT, _RESET = 0, 1, 2, 3, 4
 
 
-def validate(schema: TableSchema) -> None:
-    """Every check Paimon's partial-update factory makes; raises naming the option key."""
-    PartialUpdateConfig.of(schema)
+class PartialUpdateEngine(MergeEngine):
+    """Java's PartialUpdateMergeFunction (see the module docs); its options are read once, by
+    `PartialUpdateConfig.of`, which also creates the field aggregators of sequence groups."""
+
+    name = "partial-update"
+
+    def validate(self) -> None:
+        """Every check Paimon's partial-update factory makes; raises naming the option key."""
+        self.cfg = PartialUpdateConfig.of(self.schema)
+
+    def merge_groups(self, table: pa.Table, groups: KeyGroups) -> pa.Table:
+        if len(groups) == table.num_rows:
+            return table
+        return _Merge(table, groups, self.ctx, self.cfg).run()
+
+    def refuse_retracts(self, rows: pa.Table, kinds: np.ndarray, table: str) -> None:
+        """Write-time form of the engine's retract refusals:
+        without sequence groups a retract needs ignore-delete or remove-record-on-delete; in a
+        group, a retract with an ordering value reaches the group's aggregate functions, which
+        must be able to retract (or ignore it). Conservative: a -D that would remove the whole row
+        through remove-record-on-sequence-group is checked as a plain retract."""
+        cfg = self.cfg
+        if cfg.ignore_delete:
+            return
+        what = f"{table}: refused {describe_retracts(kinds)}"
+        if not cfg.groups:
+            if not cfg.remove_on_delete:
+                raise SchemaMismatchError(f"{what}: {REFUSE_RETRACT}")
+            return
+        group_of = cfg.group_of
+        for i, agg in sorted(cfg.aggs.items()):
+            if agg.ignore_retract or getattr(agg.aggregator, "supports_retract", True):
+                continue
+            g = group_of[i]
+            ordering = [cfg.names[j] for j in g.ordering]
+            if any(rows[n].null_count < rows.num_rows for n in ordering):
+                raise SchemaMismatchError(
+                    f"{what}: aggregate function '{agg.function}' of column '{cfg.names[i]}' "
+                    f"(sequence group {g.option}) does not support retraction; set "
+                    f"'fields.{cfg.names[i]}.ignore-retract'='true' or 'ignore-delete'='true' "
+                    "to accept them")
 
 
-def check_retracts(ctx: MergeContext, rows: pa.Table, kinds: np.ndarray, table: str) -> None:
-    """Write-time form of the engine's retract refusals (see `validation.check_retracts`):
-    without sequence groups a retract needs ignore-delete or remove-record-on-delete; in a
-    group, a retract with an ordering value reaches the group's aggregate functions, which
-    must be able to retract (or ignore it). Conservative: a -D that would remove the whole row
-    through remove-record-on-sequence-group is checked as a plain retract."""
-    cfg = PartialUpdateConfig.of(ctx.schema)
-    if cfg.ignore_delete:
-        return
-    what = f"{table}: refused {describe_retracts(kinds)}"
-    if not cfg.groups:
-        if not cfg.remove_on_delete:
-            raise SchemaMismatchError(f"{what}: {REFUSE_RETRACT}")
-        return
-    group_of = cfg.group_of
-    for i, agg in sorted(cfg.aggs.items()):
-        if agg.ignore_retract or getattr(agg.aggregator, "supports_retract", True):
+# -- options ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FieldAgg:
+    index: int
+    function: str
+    aggregator: FieldAggregator
+    ignore_retract: bool
+
+
+@dataclass(frozen=True)
+class PartialUpdateConfig:
+    names: tuple[str, ...]
+    nullable: tuple[bool, ...]
+    groups: tuple[SequenceGroup, ...]
+    aggs: dict[int, FieldAgg]  # aggregated protected fields (non-group fields never need one)
+    ignore_delete: bool
+    remove_on_delete: bool
+
+    @property
+    def group_of(self) -> dict[int, SequenceGroup]:
+        out: dict[int, SequenceGroup] = {}
+        for g in self.groups:
+            for i in (*g.ordering, *g.protected):
+                out[i] = g
+        return out
+
+    @staticmethod
+    def of(schema: TableSchema) -> PartialUpdateConfig:
+        return _build(schema)
+
+
+def _build(schema: TableSchema) -> PartialUpdateConfig:
+    options = {str(k): str(v) for k, v in schema.options.items()}
+    names = schema.field_names
+    primary_keys = set(schema.primary_keys)
+    fields = list(schema.fields)
+
+    ignore_delete = _ignore_delete(options)
+    remove_on_delete = parse_bool(options, REMOVE_ON_DELETE)
+    remove_on_group = options.get(REMOVE_ON_SEQUENCE_GROUP)
+
+    def require(name: str, key: str) -> int:
+        if name not in names:
+            raise InvalidOptionError(f"{key}: Field {name} can not be found in table schema")
+        return names.index(name)
+
+    def no_primary_key(name: str, key: str) -> None:
+        if name in primary_keys:
+            raise InvalidOptionError(
+                f"The sequence-group '{key}' contains primary key field '{name}', which is not "
+                "allowed. Primary key columns cannot be put in sequence-group.")
+
+    owner: dict[int, str] = {}  # field index -> the option key of the group that governs it
+    ordering_of: dict[str, tuple[int, ...]] = {}
+    ordering_index: dict[str, int] = {}  # ordering field name -> index (remove-on-group lookup)
+    all_ordering: set[str] = set()
+    protected_names: set[str] = set()
+    for key in java_hash_map_order(list(options)):
+        if not is_sequence_group_candidate(key):
             continue
-        g = group_of[i]
-        ordering = [cfg.names[j] for j in g.ordering]
-        if any(rows[n].null_count < rows.num_rows for n in ordering):
-            raise SchemaMismatchError(
-                f"{what}: aggregate function '{agg.function}' of column '{cfg.names[i]}' "
-                f"(sequence group {g.option}) does not support retraction; set "
-                f"'fields.{cfg.names[i]}.ignore-retract'='true' or 'ignore-delete'='true' "
-                "to accept them")
+        if not (key.startswith("fields.") and key.endswith("." + SEQUENCE_GROUP_SUFFIX)):
+            raise InvalidOptionError(f"Invalid sequence-group option: {key}")
+        middle = key[len("fields."):len(key) - len(SEQUENCE_GROUP_SUFFIX) - 1]
+        ordering = tuple(require(n, key) for n in java_split(middle))
+        for name in java_split(options[key]):
+            idx = require(name, key)
+            no_primary_key(name, key)
+            if idx in owner:
+                raise InvalidOptionError(
+                    f"Field {name} is defined repeatedly by multiple groups: {key}")
+            owner[idx] = key
+            protected_names.add(name)
+        for idx in ordering:
+            no_primary_key(names[idx], key)
+            all_ordering.add(names[idx])
+            owner[idx] = key
+            ordering_index[names[idx]] = idx
+        ordering_of[key] = ordering
+
+    aggs_by_name = _aggregate_functions(options, names, primary_keys, all_ordering,
+                                        protected_names)
+
+    if remove_on_delete and ignore_delete:
+        raise InvalidOptionError(f"ignore-delete and {REMOVE_ON_DELETE} have conflicting "
+                                 "behavior so should not be enabled at the same time.")
+    if remove_on_group is not None and ignore_delete:
+        raise InvalidOptionError(f"ignore-delete and {REMOVE_ON_SEQUENCE_GROUP} have conflicting "
+                                 "behavior so should not be enabled at the same time.")
+    if remove_on_delete and owner:
+        raise InvalidOptionError(f"sequence-group and {REMOVE_ON_DELETE} have conflicting "
+                                 "behavior so should not be enabled at the same time.")
+    removing: set[int] = set()
+    if remove_on_group is not None:
+        listed = java_split(remove_on_group)
+        if not all(n in ordering_index for n in listed):
+            raise InvalidOptionError(
+                f"field '{remove_on_group}' defined in '{REMOVE_ON_SEQUENCE_GROUP}' option must "
+                "be part of sequence groups")
+        removing = {ordering_index[n] for n in listed}
+
+    groups = []
+    for key, ordering in ordering_of.items():
+        stolen = [names[i] for i in ordering if owner[i] != key]
+        if stolen:
+            # Paimon would compare this group on a field another group overwrites mid-record;
+            # the outcome then depends on field positions in ways lakeformat does not model.
+            raise UnsupportedError(
+                f"{key}: ordering field(s) {stolen} also order another sequence group "
+                f"({sorted({owner[names.index(s)] for s in stolen})}); lakeformat does not "
+                "support an ordering field shared by two sequence groups")
+        protected = tuple(i for i in sorted(owner) if owner[i] == key and i not in ordering)
+        groups.append(SequenceGroup(key, tuple(dict.fromkeys(ordering)), protected,
+                                    any(i in removing for i in ordering)))
+        for i in ordering:
+            dt = fields[i].type
+            if dt.root == "BLOB":
+                raise InvalidOptionError(
+                    f"Field '{names[i]}' with type {dt} cannot be used as a sequence-group "
+                    f"ordering field in option '{key}'.")
+            if dt.root not in ORDERABLE_ROOTS:
+                raise UnsupportedError(
+                    f"{key}: ordering field '{names[i]}' has type {dt}; lakeformat orders "
+                    "sequence groups by atomic types only")
+    groups.sort(key=lambda g: g.first_ordering)
+
+    if parse_bool(options, "aggregation.remove-record-on-delete"):
+        # Paimon checks this whenever it creates a field aggregator: for primary keys and for
+        # every field with an aggregate function, even under partial-update
+        for idx in sorted(set(aggs_by_name) | {names.index(k) for k in primary_keys}):
+            key = f"fields.{names[idx]}.ignore-retract"
+            if parse_bool(options, key):
+                raise InvalidOptionError(
+                    f"aggregation.remove-record-on-delete and {key} have conflicting behavior "
+                    "so should not be enabled at the same time.")
+
+    aggs: dict[int, FieldAgg] = {}
+    for idx, function in aggs_by_name.items():
+        if idx not in owner:
+            # outside any group only last_non_null_value is allowed, and it is the engine's own
+            # rule for such fields (non-null values overwrite): no aggregator is needed
+            continue
+        ignore_retract = parse_bool(options, f"fields.{names[idx]}.ignore-retract")
+        aggregator = create_aggregator(function, fields[idx], options)
+        aggs[idx] = FieldAgg(idx, function, aggregator, ignore_retract)
+    return PartialUpdateConfig(tuple(names), tuple(f.type.nullable for f in fields),
+                               tuple(groups), aggs, ignore_delete, remove_on_delete)
 
 
-def merge(table: pa.Table, groups: KeyGroups, ctx: MergeContext) -> pa.Table:
-    if len(groups) == table.num_rows:
-        return table
-    return _Merge(table, groups, ctx, PartialUpdateConfig.of(ctx.schema)).run()
+def _ignore_delete(options: Mapping[str, str]) -> bool:
+    for key in ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                "partial-update.ignore-delete"):
+        if key in options:
+            return parse_bool(options, key)
+    return False
 
+
+def _aggregate_functions(options: Mapping[str, str], names: list[str], primary_keys: set[str],
+                         ordering: set[str], protected: set[str]) -> dict[int, str]:
+    """Field index -> aggregate function name, for the fields Paimon gives an aggregator.
+
+    Ordering fields never aggregate; primary keys keep their value; every other field takes
+    `fields.<f>.aggregate-function`, else `fields.default-aggregate-function`, and only
+    `last_non_null_value` may be used on a field no sequence group protects.
+    """
+    out: dict[int, str] = {}
+    default = options.get(DEFAULT_AGG)
+    for idx, name in enumerate(names):
+        function = options.get(f"fields.{name}.aggregate-function", default)
+        if function is None:
+            continue
+        if function not in AGGREGATE_FUNCTIONS and function not in UNSUPPORTED_FUNCTIONS:
+            # Paimon looks every configured name up, even where it is never used
+            key = (f"fields.{name}.aggregate-function"
+                   if f"fields.{name}.aggregate-function" in options else DEFAULT_AGG)
+            raise InvalidOptionError(f"{key}: unknown aggregate function {function!r}")
+        if name in ordering or name in primary_keys:
+            continue
+        if function != LAST_NON_NULL and name not in protected:
+            raise InvalidOptionError(
+                f"fields.{name}.aggregate-function: Must use sequence group for aggregation "
+                f"functions but not found for field {name}.")
+        out[idx] = function
+    return out
+
+
+
+# -- the merge -------------------------------------------------------------------------------------
 
 def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(_arr(col).to_numpy(zero_copy_only=False))
@@ -149,7 +366,7 @@ class _Merge:
         cfg = self.cfg
         if not cfg.groups and not cfg.ignore_delete and not cfg.remove_on_delete \
                 and self.retract.any():
-            raise LakeformatError(REFUSE_RETRACT)
+            raise SchemaMismatchError(REFUSE_RETRACT)
         names = self.table.column_names
         index_of = {name: i for i, name in enumerate(cfg.names)}
         if cfg.groups:
@@ -327,7 +544,7 @@ class _Merge:
             hit = self.processed & self.retract & (codes[g.option] > 0)
             hit &= ~self.reset | (stop > i)
             if hit.any():
-                raise LakeformatError(
+                raise SchemaMismatchError(
                     f"Aggregate function '{agg.function}' of column '{cfg.names[i]}' does not "
                     "support retraction; set 'fields."
                     f"{cfg.names[i]}.ignore-retract'='true' to ignore retract messages")
@@ -338,7 +555,7 @@ class _Merge:
                 continue
             col = self.table[name]
             if col.null_count and (self.add & ~_valid(col)).any():
-                raise LakeformatError(
+                raise SchemaMismatchError(
                     f"partial-update: column '{name}' is NOT NULL but a record of a merged key "
                     "has null in it")
 
@@ -351,7 +568,7 @@ class _Merge:
                 continue
             col = self.table[name]
             if col.null_count and (rows & ~_valid(col)).any():
-                raise LakeformatError(
+                raise SchemaMismatchError(
                     f"partial-update: column '{name}' is NOT NULL but a retract record that "
                     "becomes the merged row has null in it")
 
@@ -361,46 +578,3 @@ def _rows_of(keys: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarr
     lengths = ends[keys] - starts[keys] + 1
     offsets = np.repeat(starts[keys] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
     return np.arange(int(lengths.sum()), dtype=np.int64) + offsets
-
-
-def at_least_stored(values: np.ndarray, key_start: np.ndarray, reset: np.ndarray,
-                    segment: np.ndarray | None = None) -> np.ndarray:
-    """Rows whose code (>= 1; 0 = empty) is >= the maximum of `values` over the earlier rows
-    of their segment (0 if none): the rows that win a sequence group.
-
-    Segments start at key starts and at whole-row replacements (`reset`); a replacing row is
-    itself judged against the segment before it. A row is >= everything before it exactly
-    when it equals the running maximum including itself, so one cumulative maximum over
-    `code + segment * big` answers every row. `segment` may pass precomputed segment ids."""
-    seg = np.cumsum(key_start | reset, dtype=np.int64) - 1 if segment is None else segment
-    values = _fit(values, key_start, int(seg[-1]) + 1)
-    big = int(values.max()) + 1
-    shifted = seg * big
-    shifted += values
-    running = np.maximum.accumulate(shifted)
-    out = running == shifted
-    out &= values > 0
-    back = np.flatnonzero(reset & ~key_start)
-    if len(back):
-        before = running[back - 1] - (seg[back] - 1) * big
-        out[back] = (values[back] > 0) & (values[back] >= before)
-    return out
-
-
-def _fit(values: np.ndarray, key_start: np.ndarray, n_segments: int) -> np.ndarray:
-    """Shrink codes so that code * segment count fits int64 (only the order within a key
-    matters: shift by the key's minimum, else rank)."""
-    limit = (1 << 62) // max(n_segments, 1)
-    if int(values.max()) < limit:
-        return values
-    present = values > 0
-    starts = np.flatnonzero(key_start)
-    key_of_row = np.cumsum(key_start) - 1
-    lowest = np.where(present, values, np.iinfo(np.int64).max)
-    key_min = np.minimum.reduceat(lowest, starts)[key_of_row]
-    shifted = np.where(present, values - key_min + 1, 0)
-    if int(shifted.max()) < limit:
-        return shifted
-    out = np.zeros_like(values)
-    out[present] = np.unique(values[present], return_inverse=True)[1].ravel() + 1
-    return out

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.merge.sequence_group import float_codes, ordering_codes
+from lakeformat.merge.codes import float_codes, ordering_codes, sort_indices_nulls_first
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND
 
 # RowKind bytes [paimon-format.md §5.2]
@@ -81,7 +81,7 @@ def merge_permutation(table: pa.Table, key_names: list[str],
         columns.append(pa.array(np.asarray(file_ranks, dtype=np.int64)))
         names.append("file")
     sort_table = pa.table(columns + [add_rank], names=names + ["add"])
-    return _sort_indices_nulls_first(sort_table, [(n, "ascending") for n in names]
+    return sort_indices_nulls_first(sort_table, [(n, "ascending") for n in names]
                                      + [("add", "ascending")])
 
 
@@ -107,16 +107,6 @@ def _sequence_rank(column: pa.ChunkedArray, ascending: bool) -> np.ndarray:
     if ascending:
         return codes
     return np.where(codes == 0, 0, int(codes.max(initial=0)) + 1 - codes)
-
-
-_PER_KEY_NULLS = int(pa.__version__.split(".")[0]) >= 25
-
-
-def _sort_indices_nulls_first(table: pa.Table, keys: list[tuple[str, str]]) -> pa.Array:
-    """Nulls first for every key (pyarrow >= 25 wants the placement per key, older globally)."""
-    if _PER_KEY_NULLS:
-        return pc.sort_indices(table, sort_keys=[(k, o, "at_start") for k, o in keys])
-    return pc.sort_indices(table, sort_keys=keys, null_placement="at_start")
 
 
 def key_groups(table: pa.Table, key_names: list[str]) -> KeyGroups:

@@ -72,8 +72,8 @@ class CompactOutcome:
 def check_compactable(schema: TableSchema, table_path: str) -> CoreOptions:
     """Fail closed: refuse tables and options compaction does not handle, naming them."""
     opts = check_supported(schema, COMPACT, table_path)
-    from lakeformat.merge import check_merge_options
-    check_merge_options(schema)
+    from lakeformat.merge import merge_engine
+    merge_engine(schema)  # checks the merge options
     _ = (opts.num_levels, opts.compaction_max_size_amplification_percent,
          opts.compaction_size_ratio, opts.compaction_file_size,
          opts.compaction_force_rewrite_all_files, opts.compaction_optimization_interval,

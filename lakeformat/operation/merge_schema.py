@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from lakeformat.errors import InvalidOptionError
-from lakeformat.merge import check_merge_options
+from lakeformat.merge import merge_engine
 from lakeformat.operation.conform import conform_merged, data_fields
 from lakeformat.options import CoreOptions, parse_bool
 from lakeformat.schema.merging import (
@@ -36,7 +36,7 @@ def validate_table_schema(schema: TableSchema) -> None:
     _ = schema.trimmed_primary_keys  # raises when the key is only partition columns
     _ = schema.bucket_keys  # raises when bucket-key names a missing column
     CoreOptions(schema.options).validate()
-    check_merge_options(schema)
+    merge_engine(schema)  # building the engine checks its options
 
 
 def write_options(schema: TableSchema, options: dict[str, Any] | None) -> dict[str, str]:

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakeformat.errors import CorruptFileError
-from lakeformat.merge import create_sorted_merge
+from lakeformat.merge import merge_engine
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import (
     DELETE,
@@ -111,7 +111,7 @@ class MergeTreeReader:
         self.default_format = default_format
         self.memory_budget = memory_budget
         self.ctx = MergeContext.of(schema)
-        self.merge = create_sorted_merge(schema)
+        self.merge = merge_engine(schema).merge_sorted
         self.columns = schema.field_names
         self.names = [SEQUENCE_NUMBER, VALUE_KIND, *self.columns]
 

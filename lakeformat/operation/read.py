@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from lakeformat.data.kv_file import iter_kv_file, read_kv_file
 from lakeformat.errors import ColumnNotFoundError
-from lakeformat.merge import create_unsorted_merge
+from lakeformat.merge import merge_engine
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import is_retract
 from lakeformat.meta.data_file_meta import DataFileMeta
@@ -52,7 +52,7 @@ class TableRead:
         self.schema = schema
         self.schema_manager = schema_manager
         self.options = CoreOptions(schema.options)
-        self.merge = create_unsorted_merge(schema)
+        self.merge = merge_engine(schema).merge
         self.ctx = MergeContext.of(schema)
         self.paths = PathFactory(file_io, table_path, schema)
         self.keys = list(schema.trimmed_primary_keys)

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from lakeformat.data.kv_file import KeyValueFileWriter
 from lakeformat.errors import SchemaMismatchError, UnsupportedError
-from lakeformat.merge import create_merge_function
+from lakeformat.merge import merge_engine
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.sort import (
     DELETE,
@@ -27,7 +27,6 @@ from lakeformat.merge.sort import (
     key_column,
     sort_for_merge,
 )
-from lakeformat.merge.validation import check_retracts
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids
 from lakeformat.meta.snapshot import Snapshot
@@ -70,7 +69,7 @@ class TableWrite:
         self.schema = schema
         self.options = CoreOptions(schema.options)
         self._check_writable()
-        self.merge = create_merge_function(schema)
+        self.engine = merge_engine(schema)
         self.ctx = MergeContext.of(schema)
         self.paths = PathFactory(file_io, table_path, schema)
         self.keys = list(schema.trimmed_primary_keys)
@@ -88,7 +87,7 @@ class TableWrite:
         if kinds is None:
             kinds = self._row_kinds(table, given=data.column_names)
         table, kinds = self._filter_kinds(table, kinds)
-        check_retracts(self.schema, table, kinds, self.table_path)
+        self.engine.check_retracts(table, kinds, self.table_path)
         rows = table.append_column(VALUE_KIND, pa.array(kinds.astype(np.int8)))
         num_buckets = self.options.bucket
         bucket_cols = [rows[k] for k in self.schema.bucket_keys]
@@ -197,7 +196,7 @@ class TableWrite:
         if self.ctx.sequence_fields:  # rows are key-sorted in arrival order; refine the ties
             kv = sort_for_merge(kv, self.keys, self.ctx.sequence_fields,
                                 self.ctx.sequence_ascending)
-        kv = self.merge(kv)
+        kv = self.engine.merge_sorted(kv)
         writer = KeyValueFileWriter(self.file_io,
                                     self.paths.bucket_dir(unit.partition_values, unit.bucket),
                                     self.schema, self.options)

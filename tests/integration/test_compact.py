@@ -239,11 +239,11 @@ def test_failed_merge_deletes_what_was_written(catalog, monkeypatch):
     t = make(catalog, bucket="1", **{"merge-engine": "first-row"})
     t.write(rows("d", range(10), seed=1))
     t.write(rows("d", range(5), seed=2))
+    from lakeformat.merge.engine import MergeEngine
     from lakeformat.merge.sort import DELETE
-    from lakeformat.operation import write
     from lakeformat.operation.write_job import write_table
     # lakeformat refuses this -D at write time; another writer's file may still hold one
-    monkeypatch.setattr(write, "check_retracts", lambda *args: None)
+    monkeypatch.setattr(MergeEngine, "check_retracts", lambda *args: None)
     write_table(t.file_io, t.path, t.table_schema, rows("d", [3], seed=3),
                 np.array([DELETE], dtype=np.int8))
     files = data_files_on_disk(t)

@@ -1,5 +1,5 @@
 """Full compaction over random histories, for every merge engine and option set of the merge
-engine property tests (tests/unit/test_merge_engines_property.py draws them).
+engine property tests (tests/unit/merge/test_engines_property.py draws them).
 
 A drawn history is cut into commits (arrival order = the drawn sequence numbers) and written
 through the write path; then, repeatedly, a full compaction runs and more commits follow.
@@ -13,7 +13,6 @@ rewriting them; a small memory budget makes it merge in several key-range slices
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 
 import numpy as np
@@ -26,9 +25,7 @@ from lakeformat.data.kv_file import read_kv_file
 from lakeformat.errors import LakeformatError
 from lakeformat.operation.write_job import write_table
 from lakeformat.schema.table_schema import VALUE_KIND
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))
-import test_merge_engines_property as P  # noqa: E402
+from tests.unit.merge import test_engines_property as P
 
 EXAMPLES = int(os.environ.get("COMPACT_PROPERTY_EXAMPLES", "25"))
 HISTORY = settings(max_examples=EXAMPLES, deadline=None,

@@ -8,9 +8,6 @@ from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parents[2] / "lakeformat"
 
-# TEMPORARY: merge/ is converted by the merge/ restructuring of issue 11 (item 5); delete this
-# allowance once that work is merged.
-NOT_YET_CONVERTED = ("merge/",)
 
 
 def _bare_constructions(path: Path) -> list[int]:
@@ -34,8 +31,6 @@ def test_no_module_raises_the_bare_base_class():
     bad = []
     for path in sorted(SOURCE.rglob("*.py")):
         rel = path.relative_to(SOURCE).as_posix()
-        if rel.startswith(NOT_YET_CONVERTED):
-            continue
         bad += [f"lakeformat/{rel}:{line}" for line in _bare_constructions(path)]
     assert not bad, ("raise the most specific class of lakeformat/errors.py, not "
                      "LakeformatError itself:\n  " + "\n  ".join(bad))

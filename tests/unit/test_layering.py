@@ -48,9 +48,6 @@ KNOWN_DEFERRED_CYCLES = [
     # the factory `get_file_io` picks an implementation, which subclasses the base beside it
     {"lakeformat.storage.fileio", "lakeformat.storage.local", "lakeformat.storage.s3"},
 ]
-# TEMPORARY: merge/ cycles that the merge/ restructuring of issue 11 (item 5) removes; delete
-# this allowance once that work is merged.
-ALLOWED_DEFERRED_CYCLE_PREFIX = "lakeformat.merge."
 
 
 def module_name(path: Path) -> str:
@@ -212,8 +209,7 @@ def test_no_cycles_through_imports_inside_functions():
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
     for module in MODULES:
         graph[module].update(t for _, t in all_imports(module) if t in MODULES and t != module)
-    left = [c for c in cycles(graph) if set(c) not in KNOWN_DEFERRED_CYCLES
-            and not all(m.startswith(ALLOWED_DEFERRED_CYCLE_PREFIX) for m in c)]
+    left = [c for c in cycles(graph) if set(c) not in KNOWN_DEFERRED_CYCLES]
     assert not left, "import cycles (through imports inside functions):\n  " + "\n  ".join(
         " <-> ".join(c) for c in left)
 

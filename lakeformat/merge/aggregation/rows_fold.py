@@ -2,10 +2,11 @@
 
 The accumulators of nested_update, nested_partial_update and merge_map_with_keytime are sets of
 nested rows whose next state depends on count limits, sequence fields and key strategies. A
-`_RowsFold` walks the rows of all groups in lock-step (`rounds`): round k applies the k-th row
+`RowsFold` walks the rows of all groups in lock-step (`rounds`): round k applies the k-th row
 of every group at once, on a flat table of accumulator entries. Each entry is a nested row given
 per field by the pool element (a flattened input element) that supplies the field, so partial
-updates can assemble new rows. Subclasses define agg / retract on whole entry tables.
+updates can assemble new rows. Subclasses define agg / retract on whole entry tables. This is
+the shared base of the `nested_rows` and `keytime` families (it imports only `base` and `codes`).
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.merge.aggregators_base import FieldAggregator, Rows, rounds
-from lakeformat.merge.aggregators_nested import as_list, build_map, list_lengths
+from lakeformat.merge.aggregation.base import FieldAggregator, Rows, build_map, rounds
+from lakeformat.merge.codes import as_list, list_lengths
 
-# --------------------------------------------------------------------------------------------
 
-class _Pool:
+class EntryPool:
+    """The flattened input elements of every row: the values entries point at."""
+
     def __init__(self, rows: Rows):
         lists = as_list(rows.values)
         self.elems = pc.list_flatten(lists)
@@ -31,7 +33,7 @@ class _Pool:
             if len(self.elems) else np.zeros(0, dtype=bool)
 
 
-class _Entries:
+class Entries:
     """Accumulator entries, grouped by slot in order: `src[:, i]` is the pool element giving
     field i (-1: null field), `ok` False for a null nested row."""
 
@@ -41,28 +43,28 @@ class _Entries:
         self.ok = ok
 
     @staticmethod
-    def empty(width: int) -> _Entries:
-        return _Entries(np.zeros(0, dtype=np.int64), np.zeros((0, width), dtype=np.int64),
+    def empty(width: int) -> Entries:
+        return Entries(np.zeros(0, dtype=np.int64), np.zeros((0, width), dtype=np.int64),
                         np.zeros(0, dtype=bool))
 
     def __len__(self) -> int:
         return len(self.slot)
 
-    def take(self, idx: np.ndarray) -> _Entries:
-        return _Entries(self.slot[idx], self.src[idx], self.ok[idx])
+    def take(self, idx: np.ndarray) -> Entries:
+        return Entries(self.slot[idx], self.src[idx], self.ok[idx])
 
     @staticmethod
-    def concat(parts: list[_Entries]) -> _Entries:
+    def concat(parts: list[Entries]) -> Entries:
         width = parts[0].src.shape[1] if parts else 0
         parts = [p for p in parts if len(p)]
         if not parts:
-            return _Entries.empty(width)
-        return _Entries(np.concatenate([p.slot for p in parts]),
+            return Entries.empty(width)
+        return Entries(np.concatenate([p.slot for p in parts]),
                         np.concatenate([p.src for p in parts]),
                         np.concatenate([p.ok for p in parts]))
 
 
-def _operand(pool: _Pool, rows_of_slot: np.ndarray, field_valid: np.ndarray) -> _Entries:
+def operand(pool: EntryPool, rows_of_slot: np.ndarray, field_valid: np.ndarray) -> Entries:
     """The elements of the given rows as entries (slot = position in `rows_of_slot`)."""
     counts = pool.count[rows_of_slot]
     slot = np.repeat(np.arange(len(rows_of_slot), dtype=np.int64), counts)
@@ -71,45 +73,45 @@ def _operand(pool: _Pool, rows_of_slot: np.ndarray, field_valid: np.ndarray) -> 
     src_elem = first + np.arange(len(slot), dtype=np.int64) - offs
     src = np.where(field_valid[:, src_elem], src_elem[None, :], -1).T.copy() \
         if field_valid.shape[0] else np.zeros((len(slot), 0), dtype=np.int64)
-    return _Entries(slot, src.reshape(len(slot), field_valid.shape[0]), pool.valid[src_elem])
+    return Entries(slot, src.reshape(len(slot), field_valid.shape[0]), pool.valid[src_elem])
 
 
-class _RowsFold(FieldAggregator):
+class RowsFold(FieldAggregator):
     """Lock-step fold over entry tables; subclasses define agg and retract on operands."""
 
-    def _setup(self, pool: _Pool) -> None:
+    def _setup(self, pool: EntryPool) -> None:
         raise NotImplementedError
 
-    def _field_valid(self, pool: _Pool) -> np.ndarray:
+    def _field_valid(self, pool: EntryPool) -> np.ndarray:
         raise NotImplementedError
 
-    def _agg(self, x: _Entries, xv: np.ndarray, y: _Entries, yv: np.ndarray
-             ) -> tuple[_Entries, np.ndarray]:
+    def _agg(self, x: Entries, xv: np.ndarray, y: Entries, yv: np.ndarray
+             ) -> tuple[Entries, np.ndarray]:
         raise NotImplementedError
 
-    def _retract(self, x: _Entries, xv: np.ndarray, y: _Entries, yv: np.ndarray
-                 ) -> tuple[_Entries, np.ndarray]:
+    def _retract(self, x: Entries, xv: np.ndarray, y: Entries, yv: np.ndarray
+                 ) -> tuple[Entries, np.ndarray]:
         raise self.retract_error()
 
-    def _materialize(self, pool: _Pool, entries: _Entries) -> pa.Array:
+    def _materialize(self, pool: EntryPool, entries: Entries) -> pa.Array:
         raise NotImplementedError
 
     def _fold(self, rows: Rows) -> pa.Array:
         rows = rows.tail() if not self._raises_before_reset() else rows
-        pool = _Pool(rows)
+        pool = EntryPool(rows)
         self._setup(pool)
         field_valid = self._field_valid(pool)
         width = field_valid.shape[0]
         present = np.flatnonzero(rows.gcount > 0)
         order, walk = rounds(rows.gstart[present], rows.gcount[present])
-        state = _Entries.empty(width)
+        state = Entries.empty(width)
         acc_ok = np.zeros(len(present), dtype=bool)
         for _k, m, r in walk:
             cut = int(np.searchsorted(state.slot, m))
             x = state.take(np.arange(cut))
             rest = state.take(np.arange(cut, len(state)))
             xv = acc_ok[:m].copy()
-            y = _operand(pool, r, field_valid)
+            y = operand(pool, r, field_valid)
             yv = rows.valid[r]
             op = rows.ops[r]
             parts, new_ok = [], xv.copy()
@@ -126,22 +128,22 @@ class _RowsFold(FieldAggregator):
                     out, ok = self._retract(xs, xv[sel], ys, yv[sel])
                 else:
                     out, ok = ys, yv[sel]
-                out = _Entries(sel[out.slot], out.src.reshape(len(out.slot), width), out.ok)
+                out = Entries(sel[out.slot], out.src.reshape(len(out.slot), width), out.ok)
                 parts.append(out)
                 new_ok[sel] = ok
-            merged = _Entries.concat(parts + [_Entries.empty(width)])
+            merged = Entries.concat(parts + [Entries.empty(width)])
             merged = merged.take(np.argsort(merged.slot, kind="stable"))
-            state = _Entries.concat([merged, rest, _Entries.empty(width)])
+            state = Entries.concat([merged, rest, Entries.empty(width)])
             acc_ok[:m] = new_ok
         # back to groups
         group_of_slot = present[order]
-        entries = _Entries(group_of_slot[state.slot], state.src, state.ok)
+        entries = Entries(group_of_slot[state.slot], state.src, state.ok)
         entries = entries.take(np.argsort(entries.slot, kind="stable"))
         not_null = np.zeros(rows.n_groups, dtype=bool)
         not_null[group_of_slot] = acc_ok
         return self._lists(pool, entries, not_null, rows.n_groups)
 
-    def _lists(self, pool: _Pool, entries: _Entries, not_null: np.ndarray,
+    def _lists(self, pool: EntryPool, entries: Entries, not_null: np.ndarray,
                n_groups: int) -> pa.Array:
         """One list (or map) per group from entries sorted by group (slot = group)."""
         items = self._materialize(pool, entries)
@@ -158,7 +160,7 @@ class _RowsFold(FieldAggregator):
         return False
 
 
-def _select(e: _Entries, slots: np.ndarray) -> _Entries:
+def _select(e: Entries, slots: np.ndarray) -> Entries:
     """Entries of the given slots, renumbered 0..len(slots)-1."""
     where = np.full(int(e.slot.max(initial=-1)) + 1, -1, dtype=np.int64)
     keep = slots[slots < len(where)]
@@ -170,18 +172,18 @@ def _select(e: _Entries, slots: np.ndarray) -> _Entries:
     return out
 
 
-def _raw(x: _Entries, xv: np.ndarray, slots_mask: np.ndarray) -> _Entries:
+def raw_entries(x: Entries, xv: np.ndarray, slots_mask: np.ndarray) -> Entries:
     """The entries of the slots in `slots_mask` unchanged."""
     return x.take(np.flatnonzero(slots_mask[x.slot])) if len(x) else x
 
 
-def _nonnull(e: _Entries, slot_ok: np.ndarray) -> _Entries:
+def nonnull_entries(e: Entries, slot_ok: np.ndarray) -> Entries:
     if not len(e):
         return e
     return e.take(np.flatnonzero(e.ok & slot_ok[e.slot]))
 
 
-def _rank_in_slot(slot: np.ndarray) -> np.ndarray:
+def rank_in_slot(slot: np.ndarray) -> np.ndarray:
     """0, 1, 2... within each run of equal slots (slot must be sorted)."""
     n = len(slot)
     if n == 0:

@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.errors import LakeformatError
-from lakeformat.merge.aggregators_base import FieldAggregator, Rows, numpy_dtype, rounds
+from lakeformat.errors import SchemaMismatchError
+from lakeformat.merge.aggregation.base import FieldAggregator, Rows, numpy_dtype, rounds
 
 _INT_DTYPES = {"TINYINT": np.int8, "SMALLINT": np.int16, "INT": np.int32, "BIGINT": np.int64}
 _JAVA_INT_NAMES = {"TINYINT": "byte", "SMALLINT": "short", "INT": "int", "BIGINT": "long"}
@@ -96,9 +96,9 @@ class SumAgg(FieldAggregator):
             acc, ok = self._sum_decimal(rows.tail())
         return _build_output(acc, ok, self.field.type, self.arrow_type)
 
-    def _overflow(self, a: int, b: int, op: str) -> LakeformatError:
+    def _overflow(self, a: int, b: int, op: str) -> SchemaMismatchError:
         java = _JAVA_INT_NAMES.get(self.field.type.root, self.field.type.root)
-        return LakeformatError(
+        return SchemaMismatchError(
             f"aggregate function 'sum' overflowed column {self.field.name!r} "
             f"({self.field.type}): {java} overflow: {a} {op} {b}")
 
@@ -215,7 +215,7 @@ class SumAgg(FieldAggregator):
             big = ok & (np.abs(acc_last.astype(object)) >= limit)
             if big.any():
                 g = int(np.flatnonzero(big)[0])
-                raise LakeformatError(
+                raise SchemaMismatchError(
                     f"aggregate function 'sum' on column {self.field.name!r} "
                     f"({self.field.type}) produced a value with more than {precision} digits "
                     f"(unscaled {acc_last[g]}); Java Paimon would carry this out-of-precision "
@@ -286,8 +286,8 @@ def running_product(x: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.
 class ProductAgg(FieldAggregator):
     supports_retract = True
 
-    def _error(self, what: str) -> LakeformatError:
-        return LakeformatError(
+    def _error(self, what: str) -> SchemaMismatchError:
+        return SchemaMismatchError(
             f"aggregate function 'product' failed on column {self.field.name!r} "
             f"({self.field.type}): {what}")
 

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.merge.aggregators_base import FieldAggregator, Rows, rounds
+from lakeformat.merge.aggregation.base import FieldAggregator, Rows, rounds
 from lakeformat.options import parse_bool
 
 # Java's Character.isWhitespace: space separators except the no-break ones, line/paragraph

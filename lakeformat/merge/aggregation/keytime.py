@@ -17,12 +17,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeformat.errors import InvalidOptionError, UnsupportedError
-from lakeformat.merge.aggregators_nested import element_codes
-from lakeformat.merge.aggregators_rows_fold import _Entries, _Pool, _rank_in_slot, _raw, _RowsFold
+from lakeformat.merge.aggregation.rows_fold import (
+    Entries,
+    EntryPool,
+    RowsFold,
+    rank_in_slot,
+    raw_entries,
+)
+from lakeformat.merge.codes import element_codes
 from lakeformat.schema.types import DataField
 
 
-class MergeMapWithKeyTimeAgg(_RowsFold):
+class MergeMapWithKeyTimeAgg(RowsFold):
     """MAP<K, ROW<...>>: per key keep the entry with the newer time field (a string)."""
 
     @staticmethod
@@ -53,7 +59,7 @@ class MergeMapWithKeyTimeAgg(_RowsFold):
         agg.ts_idx = idx
         return agg
 
-    def _setup(self, pool: _Pool) -> None:
+    def _setup(self, pool: EntryPool) -> None:
         entries = pool.elems
         if len(entries):
             self.key_codes = element_codes(entries.field(0))
@@ -70,25 +76,25 @@ class MergeMapWithKeyTimeAgg(_RowsFold):
             self.key_codes = self.ts_rank = np.zeros(0, dtype=np.int64)
             self.value_ok = self.ts_ok = np.zeros(0, dtype=bool)
 
-    def _field_valid(self, pool: _Pool) -> np.ndarray:
+    def _field_valid(self, pool: EntryPool) -> np.ndarray:
         return pool.valid[None, :].copy()
 
     def _agg(self, x, xv, y, yv):
         ok = xv | yv
         # agg(acc, null) = acc and agg(null, v) = v, both unchanged
-        parts = [_raw(x, xv, ~yv), _raw(y, yv, yv & ~xv)]
+        parts = [raw_entries(x, xv, ~yv), raw_entries(y, yv, yv & ~xv)]
         act = xv & yv
         xs = x.take(np.flatnonzero(act[x.slot])) if len(x) else x
         ys = y.take(np.flatnonzero(act[y.slot])) if len(y) else y
         if len(xs) or len(ys):
             parts.append(self._merge(xs, ys))
-        out = _Entries.concat(parts)
+        out = Entries.concat(parts)
         if not len(out):
-            return _Entries.empty(1), ok
+            return Entries.empty(1), ok
         return out.take(np.argsort(out.slot, kind="stable")), ok
 
-    def _merge(self, xs: _Entries, ys: _Entries) -> _Entries:
-        ev = _Entries.concat([xs, ys])
+    def _merge(self, xs: Entries, ys: Entries) -> Entries:
+        ev = Entries.concat([xs, ys])
         src = ev.src[:, 0]
         from_y = np.concatenate([np.zeros(len(xs), dtype=bool), np.ones(len(ys), dtype=bool)])
         key = self.key_codes[src]
@@ -109,7 +115,7 @@ class MergeMapWithKeyTimeAgg(_RowsFold):
         occ = np.zeros(len(yi), dtype=np.int64)
         if len(yi):
             s = np.lexsort((yi, inv[yi]))
-            occ[s] = _rank_in_slot(inv[yi][s])
+            occ[s] = rank_in_slot(inv[yi][s])
         for k in range(int(occ.max(initial=-1)) + 1):
             step = yi[occ == k]
             p = inv[step]
@@ -132,7 +138,7 @@ class MergeMapWithKeyTimeAgg(_RowsFold):
         keep = keep[np.argsort(first_at[keep], kind="stable")]
         return ev.take(cur[keep])
 
-    def _materialize(self, pool: _Pool, entries: _Entries) -> pa.Array:
+    def _materialize(self, pool: EntryPool, entries: Entries) -> pa.Array:
         src = entries.src[:, 0] if len(entries) else np.zeros(0, dtype=np.int64)
         if not len(pool.elems):
             t = self.arrow_type

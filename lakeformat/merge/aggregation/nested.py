@@ -1,6 +1,6 @@
 """`collect` and `merge_map` (Paimon's FieldCollectAgg, FieldMergeMapAgg) on whole columns.
 
-Elements are compared through integer codes (`element_codes`): equal values get equal codes,
+Elements are compared through integer codes (`codes.element_codes`): equal values get equal codes,
 nulls one code of their own, floats compare by bits (like Java's Float.equals). Every fold is
 expressed per (group, element) over the flattened elements, so no Python loop runs per row.
 
@@ -24,107 +24,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.merge.aggregators_base import FieldAggregator, Rows, choose
+from lakeformat.merge.aggregation.base import FieldAggregator, Rows, build_map, choose
+from lakeformat.merge.codes import as_list, element_codes, first_occurrence, list_lengths
 from lakeformat.options import parse_bool
 
 _EQUALISER_ROOTS = ("ARRAY", "MULTISET", "MAP", "ROW", "BINARY", "VARBINARY")
-
-
-# --------------------------------------------------------------------------------------------
-# element codes
-# --------------------------------------------------------------------------------------------
-
-def _dense(columns: list[np.ndarray]) -> np.ndarray:
-    """Dense codes of the rows of a stack of int64 columns."""
-    if len(columns) == 1:
-        _, inv = np.unique(columns[0], return_inverse=True)
-        return inv.astype(np.int64).reshape(-1)
-    stacked = np.column_stack(columns)
-    if len(stacked) == 0:
-        return np.zeros(0, dtype=np.int64)
-    _, inv = np.unique(stacked, axis=0, return_inverse=True)
-    return inv.astype(np.int64).reshape(-1)
-
-
-def element_codes(arr: pa.Array) -> np.ndarray:
-    """int64 codes with equal codes exactly for equal values (null: -1)."""
-    n = len(arr)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
-    t = arr.type
-    if pa.types.is_struct(t):
-        cols = [valid.astype(np.int64)]
-        cols += [element_codes(arr.field(i)) for i in range(t.num_fields)]
-        codes = _dense(cols)
-    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
-        lists = as_list(arr)
-        child = element_codes(pc.list_flatten(lists))
-        lengths = list_lengths(arr)
-        if pa.types.is_map(t) and len(child):
-            # maps are equal as maps: compare their entries in a canonical order
-            parent = pc.list_parent_indices(lists).to_numpy().astype(np.int64)
-            child = child[np.lexsort((child, parent))]
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lengths * 8, out=offsets[1:])
-        blob = pa.Array.from_buffers(
-            pa.large_binary(), n,
-            [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(child.astype("<i8").tobytes())])
-        codes = _dense([pc.dictionary_encode(blob).indices.to_numpy().astype(np.int64)])
-    elif pa.types.is_floating(t):
-        raw = pc.fill_null(arr, 0).to_numpy(zero_copy_only=False)
-        bits = raw.view(np.int32 if raw.dtype == np.float32 else np.int64).astype(np.int64)
-        bits[np.isnan(raw)] = 0x7FF8000000000000
-        codes = _dense([bits])
-    elif pa.types.is_null(t):
-        codes = np.zeros(n, dtype=np.int64)
-    else:
-        enc = pc.dictionary_encode(arr).indices
-        codes = pc.fill_null(enc, -1).to_numpy().astype(np.int64)
-    codes = np.asarray(codes, dtype=np.int64).copy()
-    codes[~valid] = -1
-    return codes
-
-
-def as_list(arr: pa.Array) -> pa.Array:
-    """A map column seen as list<struct<key, value>> (same buffers), lists unchanged."""
-    t = arr.type
-    if not pa.types.is_map(t):
-        return arr
-    entries = pa.struct([t.key_field, t.item_field])
-    return arr.view(pa.list_(pa.field("entries", entries, nullable=False)))
-
-
-def build_map(offsets: np.ndarray, entries: pa.Array, mask: pa.Array | None,
-              map_type: pa.DataType) -> pa.Array:
-    """A map array from offsets and key/value entries (pyarrow 16 has no MapArray mask)."""
-    as_entries = pa.struct([map_type.key_field, map_type.item_field])
-    list_type = pa.list_(pa.field("entries", as_entries, nullable=False))
-    if entries.type != as_entries:
-        entries = pa.StructArray.from_arrays([entries.field(0), entries.field(1)],
-                                             fields=[map_type.key_field, map_type.item_field])
-    lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), entries,
-                                     type=list_type, mask=mask)
-    return lists.view(map_type)
-
-
-def list_lengths(arr: pa.Array) -> np.ndarray:
-    return pc.fill_null(pc.list_value_length(as_list(arr)), 0).to_numpy().astype(np.int64)
 
 
 def _pair_key(group: np.ndarray, code: np.ndarray) -> np.ndarray:
     """One int64 per (group, code) pair, for sorting and uniqueness."""
     width = int(code.max(initial=0)) + 2
     return group * width + (code + 1)
-
-
-def _first_in(keys: np.ndarray) -> np.ndarray:
-    """True at the first occurrence of each key."""
-    out = np.zeros(len(keys), dtype=bool)
-    if len(keys):
-        _, first = np.unique(keys, return_index=True)
-        out[first] = True
-    return out
 
 
 def _segmented_cumsum(values: np.ndarray, new_part: np.ndarray) -> np.ndarray:
@@ -216,7 +126,7 @@ class CollectAgg(FieldAggregator):
         keep = np.ones(flat.n, dtype=bool)
         if self.distinct:
             # a value repeated inside one input row is added once
-            keep &= ~add | _first_in(_pair_key(flat.row, codes))
+            keep &= ~add | first_occurrence(_pair_key(flat.row, codes))
             if not self.equaliser:
                 keep &= self._hashset_first_agg(rows, ops, flat, codes)
         sel = np.flatnonzero(keep)
@@ -284,7 +194,7 @@ class CollectAgg(FieldAggregator):
         # keep the last seed occurrence of each value that is left
         seed_idx = np.flatnonzero(seed)
         rev = seed_idx[::-1]
-        last_seen = _first_in(key[rev])
+        last_seen = first_occurrence(key[rev])
         allowed = left[np.searchsorted(seed_keys, key[rev])] > 0
         drop = np.zeros(len(keep), dtype=bool)
         drop[rev[~(last_seen & allowed)]] = True
@@ -309,7 +219,7 @@ class CollectAgg(FieldAggregator):
             # returned as it is)
             calls = np.bincount(rows.gid[(ops == 1) | (ops == 2)], minlength=rows.n_groups)
             plain_seed = (calls == 0)[flat.group[order]]
-            keep = _first_in(key) | plain_seed
+            keep = first_occurrence(key) | plain_seed
             pick = order[keep]
             return pick, flat.group[pick]
         # the list + equaliser: the last reversed row (or the reset value) stays as it is at the
@@ -333,7 +243,7 @@ class CollectAgg(FieldAggregator):
         fresh = outside & ~np.isin(key, block_keys)
         first_fresh = np.zeros(len(key), dtype=bool)
         fi = np.flatnonzero(fresh)
-        first_fresh[fi[_first_in(key[fi])]] = True
+        first_fresh[fi[first_occurrence(key[fi])]] = True
         pick = order[in_block | first_fresh]
         return pick, flat.group[pick]
 
@@ -419,18 +329,3 @@ class MergeMapAgg(FieldAggregator):
         not_null = _acc_not_null(rows, ops)
         return _assemble_lists(entries, pick, flat.group[pick], n_groups, ~not_null,
                                self.arrow_type)
-
-
-def check_nested_options(name: str, field, options: Mapping[str, str]) -> None:
-    from lakeformat.merge.aggregators_nested_rows import check_nested_options as check
-    check(name, field, options)
-
-
-def __getattr__(attr: str):
-    if attr in ("NestedUpdateAgg", "NestedPartialUpdateAgg"):
-        from lakeformat.merge import aggregators_nested_rows
-        return getattr(aggregators_nested_rows, attr)
-    if attr == "MergeMapWithKeyTimeAgg":
-        from lakeformat.merge import aggregators_keytime
-        return aggregators_keytime.MergeMapWithKeyTimeAgg
-    raise AttributeError(attr)

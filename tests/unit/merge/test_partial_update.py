@@ -17,14 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakeformat.errors import InvalidOptionError, LakeformatError, UnsupportedError
-from lakeformat.merge import create_merge_function
-from lakeformat.merge.partial_update import validate
-from lakeformat.merge.sequence_group import (
-    PartialUpdateConfig,
-    java_hash_map_order,
-    java_split,
-    ordering_codes,
-)
+from lakeformat.merge import merge_engine
+from lakeformat.merge.codes import ordering_codes
+from lakeformat.merge.partial_update import PartialUpdateConfig
+from lakeformat.merge.sequence_group import java_hash_map_order, java_split
 from lakeformat.merge.sort import sort_for_merge
 from lakeformat.schema.table_schema import new_schema
 from lakeformat.schema.types import (
@@ -40,7 +36,13 @@ from lakeformat.schema.types import (
     to_arrow,
 )
 
+from .kv_records import kv as kv_records
+from .kv_records import schema as kv_schema
+
 IN, UB, UA, D = 0, 1, 2, 3
+
+# the engine's own option checks (before: partial_update.validate)
+validate = PartialUpdateConfig.of
 
 
 def make_schema(columns: list[tuple[str, DataType]], pk: str = "f0", **options: str):
@@ -62,7 +64,7 @@ def run(schema, records: list[tuple]) -> list[dict[str, Any]]:
     }
     for i, f in enumerate(schema.fields):
         cols[f.name] = pa.array([r[i + 1] for r in records], to_arrow(f.type))
-    merge = create_merge_function(schema)
+    merge = merge_engine(schema).merge_sorted
     return merge(sort_for_merge(pa.table(cols), list(schema.trimmed_primary_keys))).to_pylist()
 
 
@@ -581,7 +583,7 @@ def test_validation_names_the_option(options, error, match):
     with pytest.raises(error, match=match):
         validate(ints(7, **options))
     with pytest.raises(error, match=match):
-        create_merge_function(ints(7, **options))
+        merge_engine(ints(7, **options))
 
 
 def test_aggregate_functions_allowed_where_java_allows_them():
@@ -863,3 +865,9 @@ def test_vectorized_merge_equals_the_field_by_field_model(case):
     got = {r["k"]: (r["_VALUE_KIND"], r["_SEQUENCE_NUMBER"],
                     tuple(r[n] for n in s.field_names)) for r in run(s, rows)}
     assert got == want
+
+
+def test_partial_update_single_retract_is_emitted_unchanged():
+    merge = merge_engine(kv_schema(**{"merge-engine": "partial-update"})).merge_sorted
+    out = merge(sort_for_merge(kv_records([(1, 0, 3, "x", None)]), ["k"])).to_pylist()
+    assert out[0]["_VALUE_KIND"] == 3

@@ -1,8 +1,8 @@
-"""Every merge engine against the row-at-a-time reference model (tests/unit/merge_model.py).
+"""Every merge engine against the row-at-a-time reference model (`engines_model` beside this file).
 
 Hypothesis draws a table schema with an option set Java accepts (per engine), then a history
 of records for a few keys (many records per key, nulls, ties in ordering values, sequence
-numbers out of order, -U/-D). `lakeformat.merge.merge_records` must give, key by key, exactly
+numbers out of order, -U/-D). `merge_engine(schema).merge` must give, key by key, exactly
 the model's row and kind, or raise a LakeformatError where Java's merge throws.
 
 The first section checks the model itself against cases whose expected values are facts about
@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime
 import math
 import os
-import sys
 from decimal import Decimal
 from typing import Any
 
@@ -25,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakeformat.errors import InvalidOptionError, LakeformatError, UnsupportedError
-from lakeformat.merge import create_merge_function, merge_records
+from lakeformat.merge import merge_engine
 from lakeformat.schema.table_schema import TableSchema, new_schema
 from lakeformat.schema.types import (
     DataField,
@@ -47,10 +46,8 @@ from lakeformat.schema.types import (
     varchar,
 )
 
-sys.path.insert(0, os.path.dirname(__file__))  # the model sits next to this file
-
-import merge_model as M  # noqa: E402
-from merge_model import (  # noqa: E402
+from . import engines_model as M
+from .engines_model import (
     DELETE,
     INSERT,
     SEQUENCE_NUMBER,
@@ -144,26 +141,26 @@ def compare_with_model(schema: TableSchema, records: list[dict],
     expected = model_merge(records, schema,
                            aggregation_merges_lone_records=aggregation_merges_lone_records)
     # the option set is valid in Java, so the engine must accept it
-    create_merge_function(schema)
+    merge_engine(schema)
     failing = {k: e for k, e in expected.items() if isinstance(e, Exception)}
     if failing:
         key, err = next(iter(failing.items()))
         try:
-            got = merge_records(table, schema)
+            got = merge_engine(schema).merge(table)
         except LakeformatError:
             return
         pytest.fail(f"Java's merge throws for key {key} ({type(err).__name__}: {err}) but "
-                    f"merge_records returned {got.num_rows} rows\n"
+                    f"merge returned {got.num_rows} rows\n"
                     + describe(schema, records, key))
     try:
-        got = merge_records(table, schema)
+        got = merge_engine(schema).merge(table)
     except LakeformatError as e:
-        pytest.fail(f"merge_records raised {type(e).__name__}: {e}\nbut Java merges every "
+        pytest.fail(f"merge raised {type(e).__name__}: {e}\nbut Java merges every "
                     f"key\n" + describe(schema, records))
     keys = list(M.engine_setup(schema).key_names)
     rows = got.to_pylist()
     by_key = {tuple(r[k] for k in keys): r for r in rows}
-    assert len(by_key) == len(rows), "merge_records returned two rows for one key"
+    assert len(by_key) == len(rows), "merge returned two rows for one key"
     assert set(by_key) == set(expected), (
         f"keys differ: engine {sorted(by_key)} vs model {sorted(expected)}")
     for key, want in expected.items():
@@ -886,7 +883,7 @@ def test_java_refuses_the_option_set(what, options, error):
     with pytest.raises(M.ModelConfigError):  # the model agrees with Java
         M.engine_setup(schema)
     with pytest.raises(error):
-        create_merge_function(schema)
+        merge_engine(schema)
 
 
 def test_listagg_refuses_bounded_varchar():
@@ -895,14 +892,14 @@ def test_listagg_refuses_bounded_varchar():
     with pytest.raises(M.ModelConfigError):
         M.engine_setup(schema)
     with pytest.raises(InvalidOptionError):
-        create_merge_function(schema)
+        merge_engine(schema)
 
 
 def test_unknown_aggregate_function_is_refused():
     schema = make_schema(_BASE, ["k"], {"merge-engine": "aggregation",
                                         "fields.b.aggregate-function": "median"})
     with pytest.raises(LakeformatError, match="median"):
-        create_merge_function(schema)
+        merge_engine(schema)
 
 
 # =============================================================================================

@@ -1,5 +1,5 @@
 """`nested_update` and `nested_partial_update` (Paimon's FieldNestedUpdateAgg,
-FieldNestedPartialUpdateAgg) on ARRAY<ROW> columns, folded by `aggregators_rows_fold`.
+FieldNestedPartialUpdateAgg) on ARRAY<ROW> columns, folded by `rows_fold`.
 
 Java facts kept here:
 * nested_update with `fields.<c>.nested-key`: rows are upserted by key; with
@@ -25,18 +25,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.errors import InvalidOptionError, LakeformatError
-from lakeformat.merge.aggregators_base import Rows, int_option
-from lakeformat.merge.aggregators_nested import _dense, _first_in, element_codes
-from lakeformat.merge.aggregators_rows_fold import (
-    _Entries,
-    _nonnull,
-    _operand,
-    _Pool,
-    _rank_in_slot,
-    _raw,
-    _RowsFold,
+from lakeformat.errors import InvalidOptionError, SchemaMismatchError
+from lakeformat.merge.aggregation.base import Rows, int_option
+from lakeformat.merge.aggregation.rows_fold import (
+    Entries,
+    EntryPool,
+    RowsFold,
+    nonnull_entries,
+    operand,
+    rank_in_slot,
+    raw_entries,
 )
+from lakeformat.merge.codes import dense_codes, element_codes, first_occurrence, order_codes
 from lakeformat.schema.types import DataField
 
 _STRATEGIES = ("merge", "ignore", "error")
@@ -94,7 +94,7 @@ def check_nested_options(name: str, field: DataField, options: Mapping[str, str]
 # the pool of flattened elements and the entry table
 
 
-class _NestedRows(_RowsFold):
+class _NestedRows(RowsFold):
     """Shared by nested_update and nested_partial_update: ARRAY<ROW> with a nested key."""
 
     def __init__(self, name: str, field: DataField, options: Mapping[str, str]):
@@ -112,24 +112,23 @@ class _NestedRows(_RowsFold):
     def _raises_before_reset(self) -> bool:
         return self.strategy == "error"
 
-    def _setup(self, pool: _Pool) -> None:
+    def _setup(self, pool: EntryPool) -> None:
         elems = pool.elems
         width = len(self.row_fields)
         self.children = [elems.field(i) for i in range(width)]
         self.codes = [element_codes(ch) for ch in self.children]
         if self.seq_idx:
-            from lakeformat.merge.aggregators import order_key
             cols = []
             for i in self.seq_idx:
                 ch = self.children[i]
-                key = order_key(ch, self.row_fields[i].type) if len(ch) else \
+                key = order_codes(ch, self.row_fields[i].type) if len(ch) else \
                     np.zeros(0, dtype=np.int64)
                 valid = pc.is_valid(ch).to_numpy(zero_copy_only=False) if len(ch) else \
                     np.zeros(0, dtype=bool)
                 cols.append(np.where(valid, key, np.iinfo(np.int64).min))
             self.seq_cols = cols
 
-    def _field_valid(self, pool: _Pool) -> np.ndarray:
+    def _field_valid(self, pool: EntryPool) -> np.ndarray:
         width = len(self.row_fields)
         out = np.zeros((width, len(pool.elems)), dtype=bool)
         for i in range(width):
@@ -138,14 +137,14 @@ class _NestedRows(_RowsFold):
                     & pool.valid
         return out
 
-    def _field_code(self, e: _Entries, i: int) -> np.ndarray:
+    def _field_code(self, e: Entries, i: int) -> np.ndarray:
         src = e.src[:, i]
         out = np.full(len(e), -1, dtype=np.int64)
         has = src >= 0
         out[has] = self.codes[i][src[has]]
         return out
 
-    def _keys(self, e: _Entries) -> tuple[np.ndarray, np.ndarray]:
+    def _keys(self, e: Entries) -> tuple[np.ndarray, np.ndarray]:
         """Key code of every entry and whether the key has a null field."""
         if not len(e):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
@@ -153,9 +152,9 @@ class _NestedRows(_RowsFold):
         any_null = np.zeros(len(e), dtype=bool)
         for c in cols:
             any_null |= c < 0
-        return _dense(cols), any_null
+        return dense_codes(cols), any_null
 
-    def _apply_strategy(self, e: _Entries) -> _Entries:
+    def _apply_strategy(self, e: Entries) -> Entries:
         """Drop (ignore) or refuse (error) rows whose nested key has a null field."""
         if self.strategy == "merge" or not len(e):
             return e
@@ -165,17 +164,17 @@ class _NestedRows(_RowsFold):
         if not any_null.any():
             return e
         if self.strategy == "error":
-            raise LakeformatError(
+            raise SchemaMismatchError(
                 f"{self.name} on column {self.field.name!r}: {_NULL_KEY_ERROR} (option "
                 f"'fields.{self.field.name}.nested-key-null-strategy'=error)")
         return e.take(np.flatnonzero(~any_null))
 
-    def _joint_keys(self, a: _Entries, b: _Entries) -> tuple[np.ndarray, np.ndarray]:
+    def _joint_keys(self, a: Entries, b: Entries) -> tuple[np.ndarray, np.ndarray]:
         """Key codes of two entry sets, comparable with each other."""
-        key, _ = self._keys(_Entries.concat([a, b]))
+        key, _ = self._keys(Entries.concat([a, b]))
         return key[:len(a)], key[len(a):]
 
-    def _seq_rank(self, e: _Entries) -> np.ndarray:
+    def _seq_rank(self, e: Entries) -> np.ndarray:
         cols = []
         for j, i in enumerate(self.seq_idx):
             src = e.src[:, i]
@@ -183,9 +182,9 @@ class _NestedRows(_RowsFold):
             has = src >= 0
             col[has] = self.seq_cols[j][src[has]]
             cols.append(col)
-        return _dense(cols) if cols else np.zeros(len(e), dtype=np.int64)
+        return dense_codes(cols) if cols else np.zeros(len(e), dtype=np.int64)
 
-    def _materialize(self, pool: _Pool, entries: _Entries) -> pa.Array:
+    def _materialize(self, pool: EntryPool, entries: Entries) -> pa.Array:
         children = []
         for i in range(len(self.row_fields)):
             src = entries.src[:, i]
@@ -213,11 +212,11 @@ class NestedUpdateAgg(_NestedRows):
     def _adds_only(self, rows: Rows) -> pa.Array:
         """Only adds after an optional leading reset: the whole group is one big agg call
         (re-adding the accumulator's own distinct rows changes nothing)."""
-        pool = _Pool(rows)
+        pool = EntryPool(rows)
         self._setup(pool)
         field_valid = self._field_valid(pool)
         n_groups = rows.n_groups
-        every = _operand(pool, np.arange(rows.n, dtype=np.int64), field_valid)
+        every = operand(pool, np.arange(rows.n, dtype=np.int64), field_valid)
         row_of = every.slot
         every.slot = rows.gid[row_of]
         is_seed = rows.ops[row_of] == 4
@@ -236,26 +235,26 @@ class NestedUpdateAgg(_NestedRows):
             np.minimum.at(first_call, rows.gid[call_rows], call_rows)
             merged = self._append_all(x, seed_ok, y, has_call, first_call,
                                       row_of[~is_seed & calls[row_of]])
-        keep_seed = _raw(x, seed_ok, ~has_call)
-        out = _Entries.concat([keep_seed, merged, _Entries.empty(field_valid.shape[0])])
+        keep_seed = raw_entries(x, seed_ok, ~has_call)
+        out = Entries.concat([keep_seed, merged, Entries.empty(field_valid.shape[0])])
         out = out.take(np.argsort(out.slot, kind="stable"))
         return self._lists(pool, out, seed_ok | has_call, n_groups)
 
-    def _append_all(self, x, xv, y, yv, first_row, y_row) -> _Entries:
+    def _append_all(self, x, xv, y, yv, first_row, y_row) -> Entries:
         """Without a nested key: the reset value's rows, then input rows up to count-limit."""
         n = len(xv)
         size = np.bincount(x.slot, minlength=n) if len(x) else np.zeros(n, dtype=np.int64)
         frozen = xv & (size >= self.limit)  # already at the limit: kept as it is
-        parts = [_raw(x, xv, yv & frozen)]
+        parts = [raw_entries(x, xv, yv & frozen)]
         grow = yv & ~frozen
-        xs = _nonnull(x, grow & xv)
+        xs = nonnull_entries(x, grow & xv)
         ok_y = y.ok & grow[y.slot]
         ys, rows_y = y.take(np.flatnonzero(ok_y)), y_row[ok_y]
         # the first call (first_row: the group's first add with a non-null array) may only
         # fill `limit - size` (size counts null rows of the reset value); later calls fill up
         # to the limit
         in_first = rows_y == first_row[ys.slot]
-        rank = _rank_in_slot(ys.slot)
+        rank = rank_in_slot(ys.slot)
         first_room = np.where(xv, self.limit - size, self.limit)
         n_first = np.bincount(ys.slot[in_first], minlength=n)
         taken_first = np.minimum(n_first, np.maximum(first_room, 0))
@@ -263,41 +262,41 @@ class NestedUpdateAgg(_NestedRows):
         later_room = self.limit - kept_x - taken_first
         later_rank = rank - n_first[ys.slot]
         take = np.where(in_first, rank < first_room[ys.slot], later_rank < later_room[ys.slot])
-        both = _Entries.concat([xs, ys.take(np.flatnonzero(take))])
+        both = Entries.concat([xs, ys.take(np.flatnonzero(take))])
         if len(both):
             parts.append(both.take(np.argsort(both.slot, kind="stable")))
-        return _Entries.concat(parts + [_Entries.empty(x.src.shape[1])])
+        return Entries.concat(parts + [Entries.empty(x.src.shape[1])])
 
     def _agg(self, x, xv, y, yv):
         n = len(xv)
         keep_x = ~yv  # agg(x, null) = x
-        parts = [_raw(x, xv, keep_x)]
+        parts = [raw_entries(x, xv, keep_x)]
         ok = np.where(yv, True, xv)
         if self.key_idx:
             parts.append(self._upsert(x, xv, y, yv))
         else:
             size = np.bincount(x.slot, minlength=n) if len(x) else np.zeros(n, dtype=np.int64)
             at_limit = yv & xv & (size >= self.limit)
-            parts.append(_raw(x, xv, at_limit))
+            parts.append(raw_entries(x, xv, at_limit))
             grow = yv & ~at_limit
-            xs = _nonnull(x, grow & xv)
+            xs = nonnull_entries(x, grow & xv)
             room = np.where(xv, self.limit - size, self.limit)
-            ys = _nonnull(y, grow)
-            take = _rank_in_slot(ys.slot) < room[ys.slot]
+            ys = nonnull_entries(y, grow)
+            take = rank_in_slot(ys.slot) < room[ys.slot]
             ys = ys.take(np.flatnonzero(take))
-            both = _Entries.concat([xs, ys])
+            both = Entries.concat([xs, ys])
             if len(both):
                 parts.append(both.take(np.argsort(both.slot, kind="stable")))
-        out = _Entries.concat(parts)
+        out = Entries.concat(parts)
         return out.take(np.argsort(out.slot, kind="stable")) if len(out) else \
-            _Entries.empty(x.src.shape[1] if x.src.ndim == 2 else 0), ok
+            Entries.empty(x.src.shape[1] if x.src.ndim == 2 else 0), ok
 
-    def _upsert(self, x, xv, y, yv) -> _Entries:
+    def _upsert(self, x, xv, y, yv) -> Entries:
         n = len(xv)
-        xs = _nonnull(x, yv & xv)
-        ys = _nonnull(y, yv)
+        xs = nonnull_entries(x, yv & xv)
+        ys = nonnull_entries(y, yv)
         xs, ys = self._apply_strategy(xs), self._apply_strategy(ys)
-        ev = _Entries.concat([xs, ys])
+        ev = Entries.concat([xs, ys])
         if not len(ev):
             return ev
         key = np.concatenate(self._joint_keys(xs, ys))
@@ -307,13 +306,13 @@ class NestedUpdateAgg(_NestedRows):
         ev, key, from_y = ev.take(order), key[order], from_y[order]
         width = int(key.max(initial=0)) + 1
         pair = ev.slot * width + key
-        first = _first_in(pair)
+        first = first_occurrence(pair)
         x_keys = np.bincount(ev.slot[first & ~from_y], minlength=n)
         # new keys of the input enter while the map has room
         new_key = first & from_y
         new_rank = np.zeros(len(ev), dtype=np.int64)
         idx = np.flatnonzero(new_key)
-        new_rank[idx] = _rank_in_slot(ev.slot[idx])
+        new_rank[idx] = rank_in_slot(ev.slot[idx])
         admitted_first = new_key & (new_rank < self.limit - x_keys[ev.slot])
         ok_pairs = np.unique(pair[(first & ~from_y) | admitted_first])
         live = np.isin(pair, ok_pairs)
@@ -334,10 +333,10 @@ class NestedUpdateAgg(_NestedRows):
     def _retract(self, x, xv, y, yv):
         ok = xv.copy()
         passthrough = ~(xv & yv)
-        parts = [_raw(x, xv, passthrough)]
+        parts = [raw_entries(x, xv, passthrough)]
         act = xv & yv
-        xs = _nonnull(x, act)
-        ys = _nonnull(y, act)
+        xs = nonnull_entries(x, act)
+        ys = nonnull_entries(y, act)
         if self.key_idx:
             xs, ys = self._apply_strategy(xs), self._apply_strategy(ys)
             xk, yk = self._joint_keys(xs, ys)
@@ -347,37 +346,37 @@ class NestedUpdateAgg(_NestedRows):
             # later duplicates overwrite earlier ones, in the first one's place
             rev = np.arange(len(xp))[::-1]
             last = np.zeros(len(xp), dtype=bool)
-            last[rev[_first_in(xp[rev])]] = True
+            last[rev[first_occurrence(xp[rev])]] = True
             uniq, first_at = np.unique(xp, return_index=True)
             keep = last & ~np.isin(xp, yp)
             idx = np.flatnonzero(keep)
             order = np.argsort(first_at[np.searchsorted(uniq, xp[idx])], kind="stable")
             parts.append(xs.take(idx[order]))
         else:
-            both = self._row_codes(_Entries.concat([xs, ys]))
+            both = self._row_codes(Entries.concat([xs, ys]))
             xc, yc = both[:len(xs)], both[len(xs):]
             width = int(max(xc.max(initial=0), yc.max(initial=0))) + 1
             gone = np.isin(xs.slot * width + xc, ys.slot * width + yc)
             parts.append(xs.take(np.flatnonzero(~gone)))
-        out = _Entries.concat(parts)
+        out = Entries.concat(parts)
         if not len(out):
-            return _Entries.empty(x.src.shape[1]), ok
+            return Entries.empty(x.src.shape[1]), ok
         return out.take(np.argsort(out.slot, kind="stable")), ok
 
-    def _row_codes(self, e: _Entries) -> np.ndarray:
+    def _row_codes(self, e: Entries) -> np.ndarray:
         if not len(e):
             return np.zeros(0, dtype=np.int64)
-        return _dense([self._field_code(e, i) for i in range(len(self.row_fields))])
+        return dense_codes([self._field_code(e, i) for i in range(len(self.row_fields))])
 
 
 class NestedPartialUpdateAgg(_NestedRows):
     def _agg(self, x, xv, y, yv):
-        parts = [_raw(x, xv, ~yv)]
+        parts = [raw_entries(x, xv, ~yv)]
         ok = np.where(yv, True, xv)
-        xs = _nonnull(x, yv & xv)
-        ys = _nonnull(y, yv)
+        xs = nonnull_entries(x, yv & xv)
+        ys = nonnull_entries(y, yv)
         xs, ys = self._apply_strategy(xs), self._apply_strategy(ys)
-        ev = _Entries.concat([xs, ys])
+        ev = Entries.concat([xs, ys])
         if len(ev):
             key = np.concatenate(self._joint_keys(xs, ys))
             from_y = np.concatenate([np.zeros(len(xs), dtype=bool),
@@ -399,9 +398,9 @@ class NestedPartialUpdateAgg(_NestedRows):
                 got = last >= 0
                 merged[got, i] = ev.src[last[got], i]
             order = np.argsort(first_at, kind="stable")
-            parts.append(_Entries(ev.slot[first_at[order]], merged[order],
+            parts.append(Entries(ev.slot[first_at[order]], merged[order],
                                   np.ones(len(uniq), dtype=bool)))
-        out = _Entries.concat(parts)
+        out = Entries.concat(parts)
         if not len(out):
-            return _Entries.empty(x.src.shape[1]), ok
+            return Entries.empty(x.src.shape[1]), ok
         return out.take(np.argsort(out.slot, kind="stable")), ok

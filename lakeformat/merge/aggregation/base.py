@@ -1,4 +1,20 @@
-"""Shared machinery of the field aggregators: the row layout every `_fold` works on.
+"""What every aggregate function builds on: `FieldAggregator` and the row layout its `_fold`
+works on.
+
+`FieldAggregator.reduce` folds every key group of a sorted column at once. Per row, `ops[i]`
+says what the row does to the group's accumulator (which starts as null, or as `init[g]` where
+`init_mask[g]`):
+
+    0 skip · 1 agg(acc, v) · 2 aggReversed(acc, v) · 3 retract(acc, v) · 4 reset: acc = v
+
+The semantics are those of Paimon's Java `FieldAggregator` subclasses, including their quirks
+(documented on each class). State that Java resets per key (first_value's "initialized" flag)
+starts fresh in every group and is not cleared by op 4, as Java's `reset()` runs only between
+keys. Everything is computed on whole columns; functions whose fold has no closed form walk the
+rows of all groups in lock-step (`rounds`: the k-th row of every group at once). Where Java
+returns elements in `HashMap`/`HashSet` iteration order (collect with distinct, merge_map,
+nested_update with a nested key, nested_partial_update, merge_map_with_keytime) lakeformat
+returns them in first-appearance order: the same elements, a deterministic order.
 
 `Rows` is a column of one field in fold order with ops 0 removed and, for every group with an
 initial accumulator, that value inserted as a leading op-4 row ("acc = v"). So each function
@@ -13,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.errors import InvalidOptionError, LakeformatError
+from lakeformat.errors import InvalidOptionError, SchemaMismatchError
 from lakeformat.schema.types import DataField, to_arrow
 
 
@@ -48,6 +64,19 @@ def choose(mask: np.ndarray, if_true: pa.Array | pa.ChunkedArray,
     n = len(a)
     idx = np.where(mask, np.arange(n), np.arange(n) + n)
     return pa.concat_arrays([a, b.cast(a.type) if b.type != a.type else b]).take(pa.array(idx))
+
+
+def build_map(offsets: np.ndarray, entries: pa.Array, mask: pa.Array | None,
+              map_type: pa.DataType) -> pa.Array:
+    """A map array from offsets and key/value entries (pyarrow 16 has no MapArray mask)."""
+    as_entries = pa.struct([map_type.key_field, map_type.item_field])
+    list_type = pa.list_(pa.field("entries", as_entries, nullable=False))
+    if entries.type != as_entries:
+        entries = pa.StructArray.from_arrays([entries.field(0), entries.field(1)],
+                                             fields=[map_type.key_field, map_type.item_field])
+    lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), entries,
+                                     type=list_type, mask=mask)
+    return lists.view(map_type)
 
 
 def int_option(options: Mapping[str, str], key: str, default: int) -> int:
@@ -281,8 +310,8 @@ class FieldAggregator:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, column={self.field.name!r})"
 
-    def retract_error(self) -> LakeformatError:
-        return LakeformatError(
+    def retract_error(self) -> SchemaMismatchError:
+        return SchemaMismatchError(
             f"Aggregate function '{self.name}' does not support retraction (column "
             f"{self.field.name!r} received a -U/-D record); to ignore retract messages set "
             f"'fields.{self.field.name}.ignore-retract'='true'")

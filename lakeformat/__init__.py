@@ -62,7 +62,14 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'lakeformat' has no attribute {name!r}")
+        # `lakeformat.storage`, `lakeformat.table`, ...: submodules stay reachable as
+        # attributes, as when the package imported them eagerly
+        try:
+            return import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as missing:
+            if missing.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module 'lakeformat' has no attribute {name!r}") from None
     value = getattr(import_module(module), name)
     globals()[name] = value  # later lookups skip this function
     return value

@@ -16,11 +16,9 @@ import pyarrow as pa
 
 from lakeformat.catalog import Catalog
 from lakeformat.errors import (
+    InvalidArgumentError,
     InvalidFilterError,
-    InvalidIdentifierError,
-    InvalidOptionError,
     LakeformatError,
-    SchemaMismatchError,
     is_secret_option,
 )
 from lakeformat.ingest import read_file
@@ -524,8 +522,8 @@ def _equality_filter(table: Table, items: Sequence[str] | None) -> list[tuple] |
 # 0 done; 2 the command cannot run as given: usage, names, option values, filters, an input
 # file that is missing or does not fit the table; 1 anything else (missing table, storage,
 # conflicts, internal errors); 130 interrupted.
-USAGE_ERRORS = (UsageError, InvalidIdentifierError, InvalidOptionError, InvalidFilterError,
-                SchemaMismatchError)
+#: errors in what the caller asked (arguments, names, options, filters, input rows): exit 2
+USAGE_ERRORS = (UsageError, InvalidArgumentError)
 
 
 def _message(e: BaseException) -> str:

@@ -46,7 +46,7 @@ class TagAlreadyExistsError(AlreadyExistsError):
     pass
 
 
-class DatabaseNotEmptyError(LakeformatError):
+class DatabaseNotEmptyError(LakeformatError, ValueError):
     """Dropping a database that still holds tables (without `cascade`)."""
 
 

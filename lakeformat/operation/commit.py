@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from lakeformat import clock
 from lakeformat.errors import (
     CommitConflictError,
+    CommitError,
     CommitFailedError,
     CommitStateUnknownError,
 )
@@ -81,6 +82,22 @@ class SequenceBase:
     max_sequence: dict[tuple[bytes, int], int]
 
 
+#: `other_runs_after` value that turns the check for another run of the same commit off
+NOT_WATCHED = -1
+#: the snapshot kinds a write commits
+WRITE_KINDS = ("APPEND", "OVERWRITE")
+
+
+class AlreadyCommitted(CommitError):
+    """Another run of the same commit user and identifier landed this write first; nothing of
+    this attempt was published (the job drops its files and reports that snapshot)."""
+
+    def __init__(self, snapshot: Snapshot):
+        super().__init__(f"commit {snapshot.commit_user}/{snapshot.commit_identifier} already "
+                         f"landed as snapshot {snapshot.id}")
+        self.snapshot = snapshot
+
+
 class SequenceConflict(CommitConflictError):
     """Records were committed to buckets of this write after its base snapshot: its sequence
     numbers must be renumbered. `buckets` maps (partition, bucket) to the largest sequence
@@ -117,18 +134,26 @@ class FileStoreCommit:
         #: id of a snapshot whose publish failed and read back absent (it could still land)
         self.ambiguous_publish: int | None = None
         self._ambiguous_uuid: str | None = None
+        #: uuids of every snapshot this committer tried to publish: only these are "ours" when
+        #: deciding whether a failed-looking attempt landed (a user may run several jobs)
+        self._attempted: set[str] = set()
 
     # -- public --------------------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], kind: str = "APPEND",
                overwrite_partitions: Sequence[bytes] | None = None,
                overwrite_all: bool = False,
-               sequence_base: SequenceBase | None = None) -> Snapshot | None:
+               sequence_base: SequenceBase | None = None,
+               other_runs_after: int | None = NOT_WATCHED) -> Snapshot | None:
         """Publish one snapshot. Returns None when there is nothing to commit (empty batch).
 
         With `overwrite_partitions` (or `overwrite_all`) every file live in those partitions at
         commit time is deleted, recomputed on each attempt as Paimon's overwrite does. With
         `sequence_base`, raises `SequenceConflict` (nothing published) when another commit
-        added records to one of its buckets after the base snapshot.
+        added records to one of its buckets after the base snapshot. With `other_runs_after`
+        (a snapshot id, None for "from the first"), raises `AlreadyCommitted` (nothing
+        published) as soon as another run of this commit user and identifier is found to have
+        landed a write after that snapshot — checked on every attempt, so a twin landing while
+        this one retries is seen too.
         """
         overwrite = overwrite_all or overwrite_partitions is not None
         if overwrite:
@@ -142,15 +167,22 @@ class FileStoreCommit:
         timeout = self.options.commit_timeout
         wait = self.options.commit_min_retry_wait
         seen_latest: int | None = None
+        watched = other_runs_after
         attempt = 0
         while True:
             latest = self.snapshots.latest_snapshot()
             if attempt > 0:
                 landed = self.find_landed(seen_latest, latest, kind)
                 if landed is not None:
+                    self._clear_ambiguous()
                     self.committed_entries = self.delta_entries(landed)
                     return landed
                 self._settle_ambiguous(latest)
+            if watched != NOT_WATCHED:
+                twin = self.find_other_run(watched, latest, WRITE_KINDS)
+                if twin is not None:
+                    raise AlreadyCommitted(twin)
+                watched = latest.id if latest else None
             seen_latest = latest.id if latest else None
             entries = list(base_entries)
             guard = (sequence_base is not None and not overwrite
@@ -172,6 +204,7 @@ class FileStoreCommit:
                 return None
             snap = self._try_commit(latest, entries, kind, changelog)
             if snap is not None:
+                self._clear_ambiguous()
                 self.snapshots.commit_latest_hint(snap.id)
                 self.committed_entries = entries
                 return snap
@@ -282,6 +315,7 @@ class FileStoreCommit:
                 watermark=latest.watermark if latest else None,
                 uuid=str(uuidlib.uuid4()), writer_version=WRITER_VERSION,
             )
+            self._attempted.add(snap.uuid)
             landed = self._publish(snap)
             if landed:
                 return snap
@@ -346,18 +380,54 @@ class FileStoreCommit:
             "left)", path=path, snapshot_id=snap.id, commit_user=self.commit_user) from last
 
     def find_landed(self, seen: int | None, latest: Snapshot | None, kind: str) -> Snapshot | None:
-        """A commit of ours that landed even though the attempt looked failed (Paimon's rule)."""
-        if latest is None:
-            return None
-        for sid in range((seen or 0) + 1, latest.id + 1):
-            try:
-                s = self.snapshots.snapshot(sid)
-            except FileNotFoundError:
-                continue
-            if (s.commit_user == self.commit_user and s.commit_kind == kind
-                    and s.commit_identifier == self.commit_identifier):
+        """A snapshot this committer published although the attempt looked failed: its user,
+        kind and identifier (Paimon's rule) and one of the uuids it tried."""
+        for s in self._snapshots_after(seen, latest):
+            if (s.uuid in self._attempted and s.commit_user == self.commit_user
+                    and s.commit_kind == kind and s.commit_identifier == self.commit_identifier):
                 return s
         return None
+
+    def find_other_run(self, after: int | None, latest: Snapshot | None,
+                       kinds: Sequence[str]) -> Snapshot | None:
+        """A snapshot of one of `kinds` landed after `after` by another run of this commit
+        user and identifier (not by this committer)."""
+        for s in self._snapshots_after(after, latest):
+            if (s.uuid not in self._attempted and s.commit_user == self.commit_user
+                    and s.commit_identifier == self.commit_identifier and s.commit_kind in kinds):
+                return s
+        return None
+
+    def _snapshots_after(self, after: int | None, latest: Snapshot | None) -> list[Snapshot]:
+        if latest is None:
+            return []
+        found = []
+        for sid in range((after or 0) + 1, latest.id + 1):
+            try:
+                found.append(latest if sid == latest.id else self.snapshots.snapshot(sid))
+            except FileNotFoundError:  # expired meanwhile
+                continue
+        return found
+
+    def _clear_ambiguous(self) -> None:
+        """A snapshot of ours landed: an earlier doubtful publish is settled (its id is taken)."""
+        self.ambiguous_publish = None
+        self._ambiguous_uuid = None
+
+    def raise_if_ambiguous(self, error: BaseException, job: str) -> None:
+        """After a publish whose request failed (absent when read back, but it could still
+        land), the job's files may be referenced by a snapshot yet to appear: instead of
+        deleting or rewriting them, end with CommitStateUnknownError."""
+        k = self.ambiguous_publish
+        if k is None:
+            return
+        raise CommitStateUnknownError(
+            f"{job} of {self.table_path} stopped ({error}) after publishing snapshot {k} failed "
+            f"in a way that may still land; nothing was deleted. If snapshot {k} appears with "
+            f"commitUser {self.commit_user} it landed; otherwise run it again (with the same "
+            "commit_user and commit_identifier it lands at most once; remove_orphan_files "
+            "removes the files it left)", path=self.table_path, snapshot_id=k,
+            commit_user=self.commit_user) from error
 
     def _cleanup(self, manifests: list[ManifestFileMeta], lists: list[str]) -> None:
         layout = TablePaths(self.file_io, self.table_path)

@@ -26,6 +26,7 @@ from lakeformat.errors import (
     CommitFailedError,
     CommitStateUnknownError,
 )
+from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.commit import FileStoreCommit
 from lakeformat.operation.compact import (
     CompactOutcome,
@@ -88,7 +89,7 @@ class CompactJob:
         """The tasks of the latest snapshot, one list per commit group."""
         if self.commit_identifier is not None:
             self.earlier = [s.id for s in self.committer.snapshots.find_commit(
-                self.commit_user, self.commit_identifier)]
+                self.commit_user, self.commit_identifier) if s.commit_kind == "COMPACT"]
         latest = self.committer.snapshots.latest_snapshot()
         tasks = plan_compaction(self.file_io, self.table_path, self.schema, latest, self.full,
                                 self.memory_budget, self.partition_filter,
@@ -135,7 +136,7 @@ class CompactJob:
             snap = self.committer.commit([o.message for o in outcomes], kind="COMPACT")
             return outcomes, ([snap.id] if snap is not None else [])
         except CommitConflictError as e:
-            self._unless_ambiguous(e)
+            self.committer.raise_if_ambiguous(e, "compaction")
             partitions = list(dict.fromkeys(o.task.partition for o in outcomes))
             if len(partitions) > 1:
                 done: list[CompactOutcome] = []
@@ -147,14 +148,19 @@ class CompactJob:
                 return done, ids
             reason = str(e)
         except CommitFailedError as e:
-            if self._landed(since):
-                return outcomes, []
-            self._unless_ambiguous(e)
+            landed = self._landed(since, e)
+            if landed is not None:
+                return outcomes, [landed.id]
+            self.committer.raise_if_ambiguous(e, "compaction")
             reason = str(e)
         except CommitStateUnknownError:
             raise  # the snapshot may reference the outputs: delete nothing
-        except BaseException:
-            if not self._landed(since):
+        except BaseException as e:
+            try:
+                landed = self._landed(since, e)
+            except CommitStateUnknownError:
+                raise e from None  # cannot tell: keep the outputs (orphan cleanup may remove)
+            if landed is None:
                 remove_outputs(self.executor, outcomes)
             raise
         remove_outputs(self.executor, outcomes)
@@ -162,24 +168,17 @@ class CompactJob:
             reason
         return [], []
 
-    def _unless_ambiguous(self, error: Exception) -> None:
-        """A publish of this commit failed but could still land: keep the outputs, say so."""
-        commit = self.committer
-        if commit.ambiguous_publish is not None:
-            raise CommitStateUnknownError(
-                f"compaction commit stopped ({error}) after publishing snapshot "
-                f"{commit.ambiguous_publish} failed in a way that may still land; its files were "
-                "kept (remove_orphan_files removes them if it never lands)",
-                snapshot_id=commit.ambiguous_publish, commit_user=commit.commit_user) from error
-
-    def _landed(self, since: int | None) -> bool:
-        """Whether a COMPACT snapshot of this job landed after `since` (outcome looked
-        unknown)."""
+    def _landed(self, since: int | None, error: BaseException) -> Snapshot | None:
+        """The COMPACT snapshot this job published after `since` although the commit looked
+        failed, or None; CommitStateUnknownError when the snapshots cannot be read."""
         try:
             latest = self.committer.snapshots.latest_snapshot()
-            return self.committer.find_landed(since, latest, "COMPACT") is not None
-        except Exception:
-            return True  # cannot tell: keep the files (orphan cleanup can remove them later)
+            return self.committer.find_landed(since, latest, "COMPACT")
+        except Exception as unreadable:
+            raise CommitStateUnknownError(
+                f"compaction commit of {self.table_path} stopped ({error}) and whether it "
+                f"landed cannot be read ({unreadable}); its files were kept",
+                path=self.table_path, commit_user=self.commit_user) from unreadable
 
     # -- the whole job -------------------------------------------------------------------------
     def run(self) -> CompactResult:
@@ -205,8 +204,3 @@ class CompactJob:
                              round(time.monotonic() - start, 3), self.commit_user,
                              self.commit_identifier, self.earlier)
 
-
-def compact_table(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
-                  **kwargs: Any) -> CompactResult:
-    """Plan, execute and commit a compaction of the latest snapshot (`CompactJob` arguments)."""
-    return CompactJob(file_io, table_path, schema, table_name, **kwargs).run()

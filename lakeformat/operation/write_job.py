@@ -42,6 +42,9 @@ from lakeformat.merge.sort import DELETE
 from lakeformat.meta.data_file_meta import FileKind, ManifestEntry
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.commit import (
+    NOT_WATCHED,
+    WRITE_KINDS,
+    AlreadyCommitted,
     CommitMessage,
     FileStoreCommit,
     SequenceBase,
@@ -169,24 +172,33 @@ class WriteJob:
                                          self.committer.commit_user, self.commit_identifier)
 
     def _already_landed(self, since: int | None) -> bool:
+        """Whether a write of this (user, identifier) landed after `since`. A pair used by a
+        compaction only is refused: its rows would be silently skipped."""
         if self.commit_identifier is None:
             return False
         found = self.committer.snapshots.find_commit(self.commit_user, self.commit_identifier,
                                                      since)
-        if found:
-            self.landed = found[0]
-        return bool(found)
+        writes = [s for s in found if s.commit_kind in WRITE_KINDS]
+        if found and not writes:
+            raise InvalidArgumentError(
+                f"{self.table_name}: commit_user {self.commit_user!r} with commit_identifier "
+                f"{self.commit_identifier} already made {found[0].commit_kind} snapshot "
+                f"{found[0].id}, not a write; give each write its own identifier")
+        if writes:
+            self.landed = writes[0]
+        return bool(writes)
 
     # -- execute -------------------------------------------------------------------------------
     def execute(self, runner: Runner | None = None) -> list[CommitMessage]:
-        """Write the units' files through `runner` (the job's, else a thread pool)."""
-        self.messages = self._execute(self.units, runner)
+        """Write the units' files through `runner` (the job's, else a thread pool); units
+        renumbered at commit run through the same runner."""
+        if runner is not None:
+            self.runner = runner
+        self.messages = self._execute(self.units)
         return self.messages
 
-    def _execute(self, units: Sequence[WriteUnit], runner: Runner | None = None
-                 ) -> list[CommitMessage]:
-        results = default_runner(runner or self.runner).map(captured(self.writer.execute),
-                                                             list(units))
+    def _execute(self, units: Sequence[WriteUnit]) -> list[CommitMessage]:
+        results = default_runner(self.runner).map(captured(self.writer.execute), list(units))
         done, error = split_failures(results)
         if error is not None:
             self.writer.remove_files(done, list(units))
@@ -198,9 +210,8 @@ class WriteJob:
         """Commit the executed units; renumber and rewrite buckets others wrote to meanwhile,
         after a randomized back-off (`commit.min-retry-wait` doubling up to
         `commit.max-retry-wait`, as Paimon's commit retries) so contenders fall out of step."""
-        if self.landed is not None or self._duplicate_since_plan():
-            return self._result(self.landed, self.committer.delta_entries(self.landed),
-                                already=True)
+        if self.landed is not None:
+            return self._landed_result(self.landed)
         opts = self.writer.options
         try:
             wait = opts.commit_min_retry_wait
@@ -208,8 +219,11 @@ class WriteJob:
                 try:
                     snap = self._commit_once()
                     return self._result(snap, self.committer.committed_entries if snap else [])
+                except AlreadyCommitted as twin:  # another run of this pair landed first
+                    self.abort()
+                    return self._landed_result(twin.snapshot)
                 except SequenceConflict as conflict:
-                    self._unless_ambiguous(conflict)
+                    self.committer.raise_if_ambiguous(conflict, "write")
                     if self.rewrites >= opts.commit_max_retries:
                         raise CommitFailedError(
                             f"commit to {self.table_path} gave up after renumbering "
@@ -221,17 +235,13 @@ class WriteJob:
         except CommitStateUnknownError:
             raise  # the snapshot may reference our files: keep them
         except BaseException as error:
-            self._unless_ambiguous(error)
+            self.committer.raise_if_ambiguous(error, "write")
             self.abort()
             raise
 
-    def _duplicate_since_plan(self) -> bool:
-        """Another run of this same commit (user, identifier) that landed after our plan: ours
-        is then a duplicate and its files are dropped."""
-        if self.commit_identifier is None or not self._already_landed(self.base_id):
-            return False
-        self.abort()
-        return True
+    def _landed_result(self, snap: Snapshot) -> CommitResult:
+        self.landed = snap
+        return self._result(snap, self.committer.delta_entries(snap), already=True)
 
     def run(self) -> CommitResult:
         self.plan()
@@ -255,27 +265,15 @@ class WriteJob:
             commit_user=self.commit_user, commit_identifier=self.commit_identifier,
             already_committed=already)
 
-    def _unless_ambiguous(self, error: BaseException) -> None:
-        """After a publish whose request failed (the snapshot was absent when read back, but
-        the request could still land), this job's files may be referenced by a snapshot yet
-        to appear: instead of deleting or rewriting them, end with CommitStateUnknownError."""
-        ambiguous = self.committer.ambiguous_publish
-        if ambiguous is not None:
-            raise CommitStateUnknownError(
-                f"commit to {self.table_path} stopped ({error}) after publishing snapshot "
-                f"{ambiguous} failed in a way that may still land; nothing was deleted. If "
-                f"snapshot {ambiguous} appears with commitUser {self.commit_user} the write "
-                "landed; otherwise run it again (with the same commit_user and "
-                "commit_identifier it lands at most once; remove_orphan_files removes the "
-                "files it left)", snapshot_id=ambiguous, commit_user=self.commit_user
-            ) from error
-
     def _commit_once(self) -> Snapshot | None:
+        watch = NOT_WATCHED if self.commit_identifier is None else self.base_id
         if self.overwrite:
             parts = sorted({u.partition for u in self.units})
             return self.committer.commit(self.messages, overwrite_partitions=parts,
-                                         overwrite_all=not self.schema.partition_keys)
-        return self.committer.commit(self.messages, sequence_base=self.base)
+                                         overwrite_all=not self.schema.partition_keys,
+                                         other_runs_after=watch)
+        return self.committer.commit(self.messages, sequence_base=self.base,
+                                     other_runs_after=watch)
 
     def _fresh(self, conflict: SequenceConflict) -> SequenceConflict:
         """The conflict as of the latest snapshot now, over EVERY bucket of the job: others

@@ -36,7 +36,7 @@ from lakeformat.merge.sort import (
 )
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.operation.compact_levels import may_tie, tie_ranks
-from lakeformat.operation.read import iter_data_file
+from lakeformat.operation.data_file_read import iter_data_file
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.storage import FileIO
@@ -103,7 +103,10 @@ class MergeTreeReader:
     """Merges the sorted runs of sections of one bucket, slice by slice."""
 
     def __init__(self, file_io: FileIO, schema: TableSchema, schema_manager: SchemaManager,
-                 path_of, default_format: str, memory_budget: int):
+                 path_of, default_format: str, memory_budget: int,
+                 columns: Sequence[str] | None = None):
+        """`columns`: the table columns to read and merge (every column by default; a read
+        passes `merge.columns.required_columns` of what it returns)."""
         self.file_io = file_io
         self.schema = schema
         self.schema_manager = schema_manager
@@ -112,7 +115,7 @@ class MergeTreeReader:
         self.memory_budget = memory_budget
         self.ctx = MergeContext.of(schema)
         self.merge = create_sorted_merge(schema)
-        self.columns = schema.field_names
+        self.columns = list(columns) if columns is not None else schema.field_names
         self.names = [SEQUENCE_NUMBER, VALUE_KIND, *self.columns]
 
     def _open(self, meta: DataFileMeta, piece_bytes: int) -> Iterator[pa.Table]:
@@ -124,6 +127,9 @@ class MergeTreeReader:
                       changelog_level: int | None = None) -> Iterator[MergedSlice]:
         """Merged slices of one section. `changelog_level`: the top level whose rows are the
         previous full-compaction result (None = no changelog)."""
+        if len(runs) == 1 and changelog_level is None:
+            yield from self._single_run(runs[0], drop_delete)
+            return
         piece_bytes = max(MIN_PIECE_BYTES,
                           self.memory_budget // (BUDGET_COPIES * max(1, len(runs))))
         files = [f for r in runs for f in r]
@@ -146,6 +152,25 @@ class MergeTreeReader:
             if result.rows.num_rows or (result.changelog is not None
                                         and result.changelog.num_rows):
                 yield result
+
+    def _single_run(self, files: Sequence[DataFileMeta], drop_delete: bool
+                    ) -> Iterator[MergedSlice]:
+        """One sorted run holds each key once, and a lone record is never merged (Paimon's
+        reducer rule, every engine): its rows are the merge result as they are read, in pieces
+        of the budget share a merged slice gets."""
+        reader = _RunReader(files, self._open,
+                            max(MIN_PIECE_BYTES, self.memory_budget // BUDGET_COPIES),
+                            None)
+        while not reader.done:
+            rows = reader.read()
+            if rows is None:
+                return
+            if drop_delete:
+                retract = is_retract(rows[VALUE_KIND])
+                if retract.any():
+                    rows = rows.filter(pa.array(~retract))
+            if rows.num_rows:
+                yield MergedSlice(rows, None)
 
     def _slice(self, pending: list[pa.Table | None], active: list[int], bounded: list[int],
                top: np.ndarray, drop_delete: bool, changelog: bool) -> MergedSlice:

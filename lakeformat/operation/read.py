@@ -84,9 +84,12 @@ class TableRead:
 
     def read(self, snapshot: Snapshot | None, columns: Sequence[str] | None = None,
              filter: Filter = None, max_workers: int | None = None) -> pa.Table:
-        """The rows as one table: every bucket's slices, buckets in scan order."""
+        """The rows as one table, buckets in scan order (each merged slice by slice)."""
         plan = self.plan(snapshot, columns, filter)
-        parts = [t for t in self._stream(plan, max_workers, depth=0) if t.num_rows]
+        workers, budget = self._workers(plan, max_workers)
+        parts = _map_splits(lambda s: list(self.read_split(s, plan, budget)), plan.splits,
+                            workers)
+        parts = [t for p in parts for t in p if t.num_rows]
         if not parts:
             return plan.output.empty_table()
         return pa.concat_tables(parts)
@@ -94,19 +97,20 @@ class TableRead:
     def read_batches(self, snapshot: Snapshot | None, columns: Sequence[str] | None = None,
                      filter: Filter = None, max_workers: int | None = None
                      ) -> pa.RecordBatchReader:
-        """The rows as a stream of record batches: the budget bounds memory, whatever the
-        size of a bucket (buckets are merged ahead by at most two slices each)."""
+        """The rows as a stream of record batches, in the order buckets produce them: memory
+        stays within the budget plus a few slices, whatever the size of a bucket."""
         plan = self.plan(snapshot, columns, filter)
-        batches = (b for t in self._stream(plan, max_workers, depth=2) for b in t.to_batches()
-                   if b.num_rows)
+        workers, budget = self._workers(plan, max_workers)
+        slices = _stream_splits(lambda s: self.read_split(s, plan, budget), plan.splits,
+                                workers)
+        batches = (b for t in slices for b in t.to_batches() if b.num_rows)
         return pa.RecordBatchReader.from_batches(plan.output, batches)
 
-    def _stream(self, plan: ReadPlan, max_workers: int | None, depth: int) -> Iterator[pa.Table]:
+    def _workers(self, plan: ReadPlan, max_workers: int | None) -> tuple[int, int]:
+        """Threads for the splits, and each one's share of the memory budget."""
         workers = max_workers or min(len(plan.splits), os.cpu_count() or 2) or 1
         workers = max(1, min(workers, len(plan.splits)))
-        budget = max(64 << 10, self.memory_budget // workers)
-        return _stream_splits(lambda s: self.read_split(s, plan, budget), plan.splits,
-                              workers, depth)
+        return workers, max(64 << 10, self.memory_budget // workers)
 
     def read_split(self, split: Split, plan: ReadPlan, memory_budget: int
                    ) -> Iterator[pa.Table]:
@@ -125,48 +129,66 @@ class TableRead:
                 yield rows.select(wanted).cast(plan.output)
 
 
+# -- threads: the only place a read starts them (a runner seam can take over both) ----------------
+
+def _map_splits(fn: Callable[[Split], list[pa.Table]], splits: Sequence[Split],
+                workers: int) -> list[list[pa.Table]]:
+    """`fn` of every split, in split order, `workers` at a time."""
+    if workers <= 1 or len(splits) <= 1:
+        return [fn(s) for s in splits]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, splits))
+
+
 _DONE = object()
 
 
 def _stream_splits(read: Callable[[Split], Iterator[pa.Table]], splits: Sequence[Split],
-                   workers: int, depth: int) -> Iterator[pa.Table]:
-    """The slices of every split, splits in order; up to `workers` splits are read at once in
-    threads, each holding at most `depth` slices not yet consumed (0: no limit). A failure in
-    a split is raised to the consumer; a consumer that stops early stops the threads."""
+                   workers: int, depth: int = 2) -> Iterator[pa.Table]:
+    """The slices of every split as they are merged, `workers` splits at a time, at most
+    `depth` slices per worker waiting for the consumer. A failure in a split is raised to the
+    consumer; a consumer that stops early stops the threads after their current slice."""
     if workers <= 1 or len(splits) <= 1:
         for split in splits:
             yield from read(split)
         return
+    out: queue.Queue = queue.Queue(maxsize=workers * depth)
     stop = threading.Event()
 
-    def produce(split: Split, out: queue.Queue) -> None:
+    def put(item: object) -> None:
+        while not stop.is_set():
+            try:
+                out.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def produce(split: Split) -> None:
         try:
+            if stop.is_set():
+                return
             for item in read(split):
-                while not stop.is_set():
-                    try:
-                        out.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+                put(item)
                 if stop.is_set():
                     return
-            out.put(_DONE)
         except BaseException as e:  # handed to the consumer, raised there
-            out.put(e)
-
-    queues: list[queue.Queue] = [queue.Queue(maxsize=depth) for _ in splits]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        try:
-            # the pool runs `workers` splits at a time, in order; the rest wait in its queue
-            for split, q in zip(splits, queues):
-                pool.submit(produce, split, q)
-            for q in queues:
-                while True:
-                    item = q.get()
-                    if item is _DONE:
-                        break
-                    if isinstance(item, BaseException):
-                        raise item
-                    yield item
+            put(e)
         finally:
-            stop.set()
+            put(_DONE)
+
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        for split in splits:
+            pool.submit(produce, split)
+        remaining = len(splits)
+        while remaining:
+            item = out.get()
+            if item is _DONE:
+                remaining -= 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield item  # type: ignore[misc]
+    finally:
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -94,8 +94,6 @@ class _RunReader:
                 continue
             if piece.num_rows:
                 self._rows += piece.num_rows
-                # one chunk per column: sorts and takes over many small chunks cost far more
-                piece = piece.combine_chunks()
                 if self._ranks is None:
                     return piece
                 rank = self._ranks[self._current.file_name]  # type: ignore[union-attr]

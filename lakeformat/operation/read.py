@@ -3,8 +3,8 @@
 Plan (driver): the splits of one snapshot and the columns to read. Execute (anywhere):
 `read_split`, a pure function of a split yielding merged rows slice by slice through
 `MergeTreeReader` (the reader compaction and the changelog producer use), so a bucket of any
-size is read within the memory budget. Buckets are independent and run in threads
-(`_stream_splits`, the one place that starts them); pyarrow and numpy release the GIL.
+size is read within the memory budget. Buckets are independent and run in threads (only
+`_map_splits` and `_stream_splits`, at the end, start them); pyarrow and numpy release the GIL.
 """
 
 from __future__ import annotations

@@ -176,6 +176,8 @@ class Table:
 
         `filter` is a pyarrow compute Expression or DNF tuples such as
         `[("dt", "=", "2024-01-01")]`; DNF terms on partition columns prune partitions.
+        The rows of `read_batches` gathered in one table (buckets in scan order): memory is the
+        result plus the `write-buffer-size` budget.
         """
         reader, snap = self._table_read(snapshot_id, tag, None)
         return reader.read(snap, columns, filter)

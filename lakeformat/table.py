@@ -163,12 +163,31 @@ class Table:
 
         `filter` is a pyarrow compute Expression or DNF tuples such as
         `[("dt", "=", "2024-01-01")]`; DNF terms on partition columns prune partitions.
+        The rows of `read_batches` gathered in one table (buckets in scan order): memory is the
+        result plus the `write-buffer-size` budget.
         """
+        reader, snap = self._table_read(snapshot_id, tag, None)
+        return reader.read(snap, columns, filter)
+
+    def read_batches(self, columns: Sequence[str] | None = None, filter: Filter = None,
+                     snapshot_id: int | None = None, tag: str | None = None,
+                     memory_budget: int | str | None = None) -> pa.RecordBatchReader:
+        """The rows `read` returns, as a stream of record batches (pyarrow's
+        `RecordBatchReader`): each bucket is merged slice by slice, so memory stays within
+        `memory_budget` (bytes or a size string; default the table's `write-buffer-size`)
+        however large a bucket is. Files are opened as the stream is consumed."""
+        reader, snap = self._table_read(snapshot_id, tag, memory_budget)
+        return reader.read_batches(snap, columns, filter)
+
+    def _table_read(self, snapshot_id: int | None, tag: str | None,
+                    memory_budget: int | str | None) -> tuple[TableRead, Snapshot | None]:
+        from lakeformat.operation.compact_select import parse_budget
+
         self.refresh()  # a dropped table is not read, not even by snapshot id
         snap = self._resolve_snapshot(snapshot_id, tag)
         schema = self._schema_of(snap, snapshot_id is not None or tag is not None)
-        return TableRead(self.file_io, self.path, schema, self.schema_manager).read(
-            snap, columns, filter)
+        return TableRead(self.file_io, self.path, schema, self.schema_manager,
+                         parse_budget(memory_budget)), snap
 
     # -- write -----------------------------------------------------------------------------------
     def write(self, data: Any, overwrite: bool = False, merge_schema: bool | None = None,

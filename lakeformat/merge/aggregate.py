@@ -19,7 +19,7 @@ switches to running them on lone records as well.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,6 +87,13 @@ class AggregateEngine(MergeEngine):
                                                         seq), f, options)
                 for f in schema.fields}
         self.plan = _Plan(aggs, parse_bool(options, REMOVE_RECORD_ON_DELETE, False))
+
+    def required_columns(self, requested: Sequence[str]) -> list[str]:
+        """Columns fold one by one; a function that cannot retract fails on a retract record,
+        so its column is read (the read fails as a full read would), as are NOT NULL ones."""
+        strict = [name for name, agg in self.plan.aggregators.items()
+                  if agg.name != "primary-key" and not agg.supports_retract]
+        return self._with_order_columns(requested, *strict, *self._not_null_columns())
 
     def merge_groups(self, table: pa.Table, groups: KeyGroups) -> pa.Table:
         """One aggregated row per key group (see the module docs)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 
@@ -14,6 +16,10 @@ class DeduplicateEngine(MergeEngine):
 
     name = "deduplicate"
     picks_rows = True
+
+    def required_columns(self, requested: Sequence[str]) -> list[str]:
+        """One whole record wins per key: no column depends on another."""
+        return self._with_order_columns(requested)
 
     def select(self, kinds: np.ndarray, groups: KeyGroups) -> tuple[np.ndarray, np.ndarray]:
         """Winning row per key group (positions in merge order), and which results are DELETE.

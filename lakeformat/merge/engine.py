@@ -10,6 +10,8 @@ engine runs the option checks Paimon runs when a table is created or altered.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 
@@ -62,6 +64,21 @@ class MergeEngine:
     def refuse_retracts(self, rows: pa.Table, kinds: np.ndarray, table: str) -> None:
         """Raise SchemaMismatchError if this engine would fail on the -U/-D `rows` (all
         retracts, `kinds` theirs) once they meet another record of their key."""
+
+    def required_columns(self, requested: Sequence[str]) -> list[str]:
+        """The table columns (in schema order) a merge-on-read must read to produce
+        `requested`. Every column unless the engine knows better (fail closed)."""
+        return list(self.schema.field_names)
+
+    def _with_order_columns(self, requested: Sequence[str], *more: str) -> list[str]:
+        """`requested` plus what orders the merge (the key and `sequence.field` columns) and
+        `more`, in schema order."""
+        needed = {*requested, *self.ctx.key_names, *self.ctx.sequence_fields, *more}
+        return [n for n in self.schema.field_names if n in needed]
+
+    def _not_null_columns(self) -> list[str]:
+        """Read so that the engine's null checks fail as they would on a full read."""
+        return [f.name for f in self.schema.fields if not f.type.nullable]
 
     # -- what callers use ----------------------------------------------------------------------
     def sort(self, table: pa.Table, file_ranks: np.ndarray | None = None) -> pa.Table:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 
@@ -18,6 +20,10 @@ class FirstRowEngine(MergeEngine):
 
     name = "first-row"
     picks_rows = True
+
+    def required_columns(self, requested: Sequence[str]) -> list[str]:
+        """One whole record wins per key: no column depends on another."""
+        return self._with_order_columns(requested)
 
     def validate(self) -> None:
         opts = self.ctx.options

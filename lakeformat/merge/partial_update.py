@@ -22,7 +22,7 @@ Paimon's reducer rule holds: a key with a single record is returned unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,6 +86,13 @@ class PartialUpdateEngine(MergeEngine):
         if len(groups) == table.num_rows:
             return table
         return _Merge(table, groups, self.ctx, self.cfg).run()
+
+    def required_columns(self, requested: Sequence[str]) -> list[str]:
+        """A sequence group's ordering fields decide every field it protects and the merge
+        walks each group whole: every column of every group is read, with NOT NULL ones."""
+        cfg = self.cfg
+        grouped = [cfg.names[i] for g in cfg.groups for i in (*g.ordering, *g.protected)]
+        return self._with_order_columns(requested, *grouped, *self._not_null_columns())
 
     def refuse_retracts(self, rows: pa.Table, kinds: np.ndarray, table: str) -> None:
         """Write-time form of the engine's retract refusals:

@@ -15,8 +15,8 @@ from lakeformat.errors import SchemaMismatchError
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import ManifestEntry
 from lakeformat.meta.snapshot import Snapshot
+from lakeformat.operation.data_file_read import read_data_file
 from lakeformat.operation.paths import PathFactory
-from lakeformat.operation.read import read_data_file
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.options import CoreOptions
 from lakeformat.schema.checked_casts import ValueCastError, can_fail

@@ -31,9 +31,9 @@ from lakeformat.operation.compact_levels import (
     interval_partition,
     pick_full_compaction,
 )
+from lakeformat.operation.data_file_read import format_of
 from lakeformat.operation.merge_tree_reader import BUDGET_COPIES, MergeTreeReader
 from lakeformat.operation.paths import PathFactory
-from lakeformat.operation.read import _format_of
 from lakeformat.operation.runner import Runner, captured, default_runner, split_failures
 from lakeformat.operation.scan import FileStoreScan, PartitionPredicate
 from lakeformat.operation.support import COMPACT, check_supported
@@ -211,7 +211,7 @@ class _BucketCompaction:
             return
         # moved as is, never read: its footer must agree with its manifest entry
         verify_data_file(self.ex.file_io, self.reader.path_of(f),
-                         _format_of(f.file_name, self.ex.options.file_format), f)
+                         format_of(f.file_name, self.ex.options.file_format), f)
         if task.changelog:
             # the file moves to the top as is; its rows are new there: +I changelog
             self._write_changelog_only([f])

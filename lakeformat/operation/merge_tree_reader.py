@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakeformat.errors import CorruptFileError
 from lakeformat.merge import merge_engine
@@ -31,12 +32,13 @@ from lakeformat.merge.sort import (
     UPDATE_BEFORE,
     KeyGroups,
     is_retract,
+    key_column,
     key_groups,
     merge_permutation,
 )
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.operation.compact_levels import may_tie, tie_ranks
-from lakeformat.operation.read import iter_data_file
+from lakeformat.operation.data_file_read import iter_data_file
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.storage import FileIO
@@ -103,7 +105,10 @@ class MergeTreeReader:
     """Merges the sorted runs of sections of one bucket, slice by slice."""
 
     def __init__(self, file_io: FileIO, schema: TableSchema, schema_manager: SchemaManager,
-                 path_of, default_format: str, memory_budget: int):
+                 path_of, default_format: str, memory_budget: int,
+                 columns: Sequence[str] | None = None):
+        """`columns`: the table columns to read and merge (every column by default; a read
+        passes its merge engine's `required_columns` of what it returns)."""
         self.file_io = file_io
         self.schema = schema
         self.schema_manager = schema_manager
@@ -112,7 +117,7 @@ class MergeTreeReader:
         self.memory_budget = memory_budget
         self.ctx = MergeContext.of(schema)
         self.merge = merge_engine(schema).merge_sorted
-        self.columns = schema.field_names
+        self.columns = list(columns) if columns is not None else schema.field_names
         self.names = [SEQUENCE_NUMBER, VALUE_KIND, *self.columns]
 
     def _open(self, meta: DataFileMeta, piece_bytes: int) -> Iterator[pa.Table]:
@@ -124,6 +129,9 @@ class MergeTreeReader:
                       changelog_level: int | None = None) -> Iterator[MergedSlice]:
         """Merged slices of one section. `changelog_level`: the top level whose rows are the
         previous full-compaction result (None = no changelog)."""
+        if len(runs) == 1 and changelog_level is None:
+            yield from self._single_run(runs[0], drop_delete)
+            return
         piece_bytes = max(MIN_PIECE_BYTES,
                           self.memory_budget // (BUDGET_COPIES * max(1, len(runs))))
         files = [f for r in runs for f in r]
@@ -147,59 +155,87 @@ class MergeTreeReader:
                                         and result.changelog.num_rows):
                 yield result
 
+    def _single_run(self, files: Sequence[DataFileMeta], drop_delete: bool
+                    ) -> Iterator[MergedSlice]:
+        """One sorted run holds each key once, and a lone record is never merged (Paimon's
+        reducer rule, every engine): its rows are the merge result as they are read, in pieces
+        of the budget share a merged slice gets."""
+        reader = _RunReader(files, self._open,
+                            max(MIN_PIECE_BYTES, self.memory_budget // BUDGET_COPIES),
+                            None)
+        while not reader.done:
+            rows = reader.read()
+            if rows is None:
+                return
+            if drop_delete:
+                retract = is_retract(rows[VALUE_KIND])
+                if retract.any():
+                    rows = rows.filter(pa.array(~retract))
+            if rows.num_rows:
+                yield MergedSlice(rows, None)
+
     def _slice(self, pending: list[pa.Table | None], active: list[int], bounded: list[int],
                top: np.ndarray, drop_delete: bool, changelog: bool) -> MergedSlice:
+        """Merge every pending row whose key is <= the bound. A run is key-sorted, so those
+        rows are a prefix of its piece: the cut is found before sorting, only the rows merged
+        now are sorted, and the rest wait in their runs as zero-copy slices."""
         tables = [pending[i] for i in active]
-        sizes = np.array([t.num_rows for t in tables], dtype=np.int64)
-        concat = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-        run_of_row = np.repeat(np.array(active, dtype=np.int64), sizes)
-        n = concat.num_rows
+        if bounded:
+            bound = self._bound(tables, [active.index(i) for i in bounded])
+            used = [self._count_upto(t, bound) for t in tables]
+        else:
+            used = [t.num_rows for t in tables]
+        heads = []
+        runs = []
+        for t, i, u in zip(tables, active, used):
+            pending[i] = t.slice(u) if u < t.num_rows else None
+            if u:
+                heads.append(t.slice(0, u) if u < t.num_rows else t)
+                runs.append(i)
+        sizes = np.array([h.num_rows for h in heads], dtype=np.int64)
+        concat = pa.concat_tables(heads) if len(heads) > 1 else heads[0]
+        run_of_row = np.repeat(np.array(runs, dtype=np.int64), sizes)
         ranked = FILE_RANK in concat.column_names
-        perm = merge_permutation(concat, self.ctx.key_names, self.ctx.sequence_fields,
+        emit = merge_permutation(concat, self.ctx.key_names, self.ctx.sequence_fields,
                                  self.ctx.sequence_ascending,
                                  concat[FILE_RANK].to_numpy() if ranked else None).to_numpy()
-        groups = key_groups(concat.select(self.ctx.key_names).take(pa.array(perm)),
+        groups = key_groups(concat.select(self.ctx.key_names).take(pa.array(emit)),
                             self.ctx.key_names)
-        if bounded:
-            bound_row = self._bound_row(tables, active, bounded, sizes)
-            pos = int(np.flatnonzero(perm == bound_row)[0])
-            g = int(np.searchsorted(groups.starts, pos, side="right")) - 1
-            cut, ngroups = int(groups.ends[g]) + 1, g + 1
-        else:
-            cut, ngroups = n, len(groups)
-        # rows past the bound go back to their runs, in their original (key) order
-        rest = np.sort(perm[cut:])
-        rest_runs = run_of_row[rest]
-        for i in active:
-            sel = rest[rest_runs == i]
-            pending[i] = concat.take(pa.array(sel)) if len(sel) else None
-        emit = perm[:cut]
-        sub = KeyGroups(groups.starts[:ngroups], groups.ends[:ngroups])
         records = concat.drop_columns([FILE_RANK]) if ranked else concat  # engines: records only
-        merged = self.merge(records, emit, sub).select(self.names)
+        merged = self.merge(records, emit, groups).select(self.names)
         log = None
         if changelog:
-            log = self._changelog(records, emit, sub, merged, top[run_of_row[emit]])
+            log = self._changelog(records, emit, groups, merged, top[run_of_row[emit]])
         if drop_delete:
             retract = is_retract(merged[VALUE_KIND])
             if retract.any():
                 merged = merged.filter(pa.array(~retract))
         return MergedSlice(merged, log)
 
-    def _bound_row(self, tables: list[pa.Table], active: list[int], bounded: list[int],
-                   sizes: np.ndarray) -> int:
-        """Row (in the concatenation) of the smallest last-read key among runs with more rows."""
-        offsets = np.concatenate([[0], np.cumsum(sizes)])
-        rows = [int(offsets[active.index(i) + 1] - 1) for i in bounded]
-        if len(rows) == 1:
-            return rows[0]
+    def _bound(self, tables: list[pa.Table], bounded: list[int]) -> list[pa.Scalar]:
+        """The smallest last-read key among runs with more rows on storage, as comparable
+        key values (`sort.key_column`: floats as Java-ordered codes)."""
         keys = self.ctx.key_names
-        last = pa.concat_tables([tables[active.index(i)].select(keys).slice(
-            tables[active.index(i)].num_rows - 1, 1) for i in bounded])
-        order = merge_permutation(
-            last.append_column(SEQUENCE_NUMBER, pa.array(np.zeros(len(rows), np.int64)))
-            .append_column(VALUE_KIND, pa.array(np.zeros(len(rows), np.int8))), keys)
-        return rows[int(order[0].as_py())]
+        last = pa.concat_tables([tables[j].select(keys).slice(tables[j].num_rows - 1, 1)
+                                 for j in bounded])
+        row = 0
+        if len(bounded) > 1:
+            order = merge_permutation(
+                last.append_column(SEQUENCE_NUMBER, pa.array(np.zeros(len(bounded), np.int64)))
+                .append_column(VALUE_KIND, pa.array(np.zeros(len(bounded), np.int8))), keys)
+            row = int(order[0].as_py())
+        return [_chunk(key_column(last[k]))[row] for k in keys]
+
+    def _count_upto(self, table: pa.Table, bound: list[pa.Scalar]) -> int:
+        """Rows of a key-sorted piece whose key is <= `bound` (lexicographic over the key)."""
+        cols = [_chunk(key_column(table[k])) for k in self.ctx.key_names]
+        if len(cols) == 1 and pa.types.is_integer(cols[0].type):
+            values = cols[0].to_numpy(zero_copy_only=False)
+            return int(np.searchsorted(values, bound[0].as_py(), side="right"))
+        upto = pc.less_equal(cols[-1], bound[-1])
+        for col, b in zip(reversed(cols[:-1]), reversed(bound[:-1])):
+            upto = pc.or_(pc.less(col, b), pc.and_(pc.equal(col, b), upto))
+        return int(pc.sum(upto).as_py() or 0)
 
     def _changelog(self, concat: pa.Table, emit: np.ndarray, groups: KeyGroups,
                    merged: pa.Table, is_top: np.ndarray) -> pa.Table:
@@ -230,6 +266,12 @@ class MergeTreeReader:
                               np.ones(len(g_ins) + len(g_upd), np.int64)])
         order = np.lexsort((sub, group_of))
         return pa.concat_tables([old, new]).take(pa.array(order))
+
+
+def _chunk(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(column, pa.ChunkedArray):
+        return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    return column
 
 
 def _with_kinds(table: pa.Table, kinds: np.ndarray) -> pa.Table:

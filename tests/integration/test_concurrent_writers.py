@@ -284,8 +284,8 @@ def test_full_compaction_changelog_agrees_with_reads_under_ties(catalog):
     compact_full(t)
     assert rows_of(t) == before
     snap = t.latest_snapshot()
+    from lakeformat.operation.data_file_read import read_data_file
     from lakeformat.operation.paths import PathFactory
-    from lakeformat.operation.read import read_data_file
     from lakeformat.operation.scan import FileStoreScan
 
     schema = t.table_schema

@@ -1,0 +1,87 @@
+"""One data file read under a table schema: the file-level reader every merge reads through.
+
+A file written under an older schema version is mapped by field id (`FieldIdProjection`), and
+a file that disagrees with its manifest entry raises CorruptFileError, whichever reader asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+
+from lakeformat.data.kv_file import iter_kv_file, read_kv_file
+from lakeformat.meta.data_file_meta import DataFileMeta
+from lakeformat.schema.checked_casts import ValueCastError
+from lakeformat.schema.projection import FieldIdProjection
+from lakeformat.schema.schema_manager import SchemaManager
+from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+from lakeformat.schema.types import arrow_schema
+from lakeformat.storage import FileIO
+
+
+def read_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: TableSchema,
+                   schema_manager: SchemaManager, columns: Sequence[str],
+                   default_format: str = "parquet") -> pa.Table:
+    """`_SEQUENCE_NUMBER`, `_VALUE_KIND` and `columns` of one data file, under `schema`.
+
+    A file written under another schema version is mapped by field id: renamed columns keep
+    their values, columns added since read null, widened types are cast. A file whose size or
+    row count differs from `meta` (its manifest entry) raises CorruptFileError.
+    """
+    fmt = format_of(meta.file_name, default_format)
+    if meta.schema_id == schema.id:
+        table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=schema,
+                             expect=meta)
+        return table.select([SEQUENCE_NUMBER, VALUE_KIND, *columns])
+    file_schema = schema_manager.schema(meta.schema_id)
+    projection = FieldIdProjection(file_schema.fields, schema.fields)
+    if projection.identity:
+        table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=file_schema,
+                             expect=meta)
+        return table.select([SEQUENCE_NUMBER, VALUE_KIND, *columns])
+    table = read_kv_file(file_io, path, fmt, columns=projection.file_columns(columns),
+                         schema=file_schema, expect=meta)
+    return _projected(table, projection, schema, columns, path)
+
+
+def _projected(table: pa.Table, projection: FieldIdProjection, schema: TableSchema,
+               columns: Sequence[str], path: str) -> pa.Table:
+    """A piece of an old file with the read schema's columns, types and nullability. A
+    stored value the column's new type cannot hold fails naming column, value, cast and file
+    (a writer may have added old-schema files after `alter` checked the values)."""
+    try:
+        values = projection.project(table, columns)
+    except ValueCastError as e:
+        raise e.within(file=path) from None
+    arrays = [table[SEQUENCE_NUMBER], table[VALUE_KIND], *values]
+    fields = [table.schema.field(SEQUENCE_NUMBER), table.schema.field(VALUE_KIND),
+              *arrow_schema(schema.fields_of(list(columns)), with_id=False)]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def iter_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: TableSchema,
+                   schema_manager: SchemaManager, columns: Sequence[str],
+                   default_format: str = "parquet", batch_bytes: int = 64 << 20
+                   ) -> Iterator[pa.Table]:
+    """`read_data_file` in key-ordered pieces of about `batch_bytes` each (compaction reads
+    sorted runs this way, so a large file never has to fit in memory)."""
+    fmt = format_of(meta.file_name, default_format)
+    names = [SEQUENCE_NUMBER, VALUE_KIND, *columns]
+    file_schema = schema if meta.schema_id == schema.id else schema_manager.schema(meta.schema_id)
+    projection = None if file_schema is schema else FieldIdProjection(file_schema.fields,
+                                                                      schema.fields)
+    if projection is None or projection.identity:
+        for piece in iter_kv_file(file_io, path, fmt, columns=list(columns), schema=file_schema,
+                                  batch_bytes=batch_bytes, expect=meta):
+            yield piece.select(names)
+        return
+    for piece in iter_kv_file(file_io, path, fmt, columns=projection.file_columns(columns),
+                              schema=file_schema, batch_bytes=batch_bytes, expect=meta):
+        yield _projected(piece, projection, schema, columns, path)
+
+
+def format_of(file_name: str, default: str) -> str:
+    """Files carry their format in the extension; tables may change file.format over time."""
+    ext = file_name.rsplit(".", 1)[-1].lower() if "." in file_name else ""
+    return ext if ext in ("parquet", "orc", "avro") else default

@@ -241,3 +241,113 @@ def test_cli_write_with_a_commit_identity_commits_once(local_catalog, tmp_path, 
     again = json.loads(capsys.readouterr().out)
     assert again["already_committed"] and again["snapshot_id"] == first["snapshot_id"]
     assert totals(local_catalog.get_table("db.counts")) == {0: 1, 1: 1, 2: 1}
+
+
+def test_two_jobs_of_one_commit_user_never_take_each_others_snapshot(local_catalog):
+    """B's first publish loses its snapshot id to A (same user, no identifier): B must not
+    mistake A's snapshot for its own landed attempt — both rows land."""
+    t = make(local_catalog, bucket="1")
+    a, b = (WriteJob(t.file_io, t.path, t.table_schema, batch([i]), commit_user="dag.load")
+            for i in (1, 2))
+    for j in (a, b):
+        j.plan()
+        j.execute()
+    real = b.committer._try_commit
+    calls = []
+
+    def a_commits_first(*args, **kwargs):
+        if not calls:
+            calls.append(a.commit())  # A takes the id B is about to publish
+        return real(*args, **kwargs)
+
+    b.committer._try_commit = a_commits_first
+    result = b.commit()
+    assert result.snapshot_id == 2 and calls[0].snapshot_id == 1
+    assert totals(t) == {1: 1, 2: 1}
+    assert data_files(t) == {f["file_name"] for f in t.files()}
+
+
+def test_a_twin_landing_while_a_duplicate_retries_is_seen(local_catalog):
+    """Twin runs of one pair: B passes its pre-commit check, then A lands; B's commit attempt
+    (which would renumber and land again) finds A's snapshot instead."""
+    t = make(local_catalog)
+    t.write(batch(range(8)))
+    a, b = (WriteJob(t.file_io, t.path, t.table_schema, batch(range(8)), commit_user=USER,
+                     commit_identifier=9) for _ in range(2))
+    for j in (a, b):
+        j.plan()
+        j.execute()
+    real = b.committer.commit
+    landed = []
+
+    def a_lands_first(*args, **kwargs):
+        if not landed:
+            landed.append(a.commit())
+        return real(*args, **kwargs)
+
+    b.committer.commit = a_lands_first
+    result = b.commit()
+    assert result.already_committed and result.snapshot_id == landed[0].snapshot_id == 2
+    assert totals(t) == {i: 2 for i in range(8)}
+    assert [s.id for s in t.find_commit(USER, 9)] == [2]
+    assert data_files(t) == {f["file_name"] for f in t.files()}
+
+
+def test_a_write_refuses_a_pair_a_compaction_used(catalog):
+    t = make(catalog, bucket="1")
+    t.write(batch(range(4)))
+    t.write(batch(range(4)))
+    t.compact(commit_user=USER, commit_identifier=1)
+    snaps = len(t.snapshots())
+    with pytest.raises(InvalidArgumentError, match="COMPACT snapshot"):
+        t.write(batch(range(4)), commit_user=USER, commit_identifier=1)
+    assert len(t.snapshots()) == snaps and totals(t) == {i: 2 for i in range(4)}
+    # the Java pattern the other way round: a write then a compaction under one pair
+    t.write(batch(range(4)), commit_user=USER, commit_identifier=2)
+    assert t.compact(commit_user=USER, commit_identifier=2).snapshot_ids
+
+
+def test_a_doubtful_publish_settled_in_one_group_does_not_stop_the_next(local_catalog,
+                                                                       monkeypatch):
+    """Group 1's first publish fails before reaching storage and its retry lands; group 2 then
+    meets an ordinary conflict: that partition is reported failed, not 'outcome unknown'."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("p", pa.int64(), False),
+                        ("n", pa.int64())])
+    local_catalog.create_database("db", exist_ok=True)
+    t = local_catalog.create_table("db.parts", schema, primary_keys=["p", "id"],
+                                   partition_keys=["p"], options={"bucket": "1"})
+    for i in range(3):
+        t.write(pa.table({"id": pa.array(range(10), pa.int64()),
+                          "p": pa.array([0] * 5 + [1] * 5, pa.int64()),
+                          "n": pa.array([i] * 10, pa.int64())}))
+    expected = sorted(t.read().to_pylist(), key=lambda r: (r["p"], r["id"]))
+    fio = type(t.file_io)
+    real = fio.write_if_absent
+    failed = []
+
+    def first_publish_fails(self, path, data):
+        if "/snapshot/snapshot-" in path and not failed:
+            failed.append(path)
+            raise OSError("503 slow down (the request never reached storage)")
+        return real(self, path, data)
+
+    monkeypatch.setattr(fio, "write_if_absent", first_publish_fails)
+    other = local_catalog.get_table("db.parts")
+    interfered = []
+
+    def progress(msg: str) -> None:
+        if "group 1/" in msg and not interfered:
+            interfered.append(other.compact(partitions=[{"p": 1}]).snapshot_ids)
+
+    result = t.compact(partitions_per_commit=1, progress=progress)
+    assert failed and interfered == [[5]]
+    assert result.snapshot_ids == [4] and list(result.failed) == ["p=1"]
+    assert sorted(t.read().to_pylist(), key=lambda r: (r["p"], r["id"])) == expected
+
+
+def test_database_not_empty_is_still_a_value_error(local_catalog):
+    make(local_catalog)
+    with pytest.raises(ValueError):
+        local_catalog.drop_database("db")
+    with pytest.raises(lf.DatabaseNotEmptyError):
+        local_catalog.drop_database("db")

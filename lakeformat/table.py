@@ -23,16 +23,22 @@ from lakeformat.operation.cleanup import OlderThan
 from lakeformat.operation.compact_job import CompactJob
 from lakeformat.operation.compact_select import idle_before, parse_budget, select_partitions
 from lakeformat.operation.conform import as_table
+from lakeformat.operation.expire import expire_snapshots
 from lakeformat.operation.merge_schema import (
     validate_table_schema,
     wants_merge_schema,
     write_options,
 )
+from lakeformat.operation.orphan_files import remove_orphan_files
+from lakeformat.operation.partition_expire import expire_partitions
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.predicate import Filter
 from lakeformat.operation.read import TableRead
+from lakeformat.operation.rollback import rollback_to
 from lakeformat.operation.runner import Runner
 from lakeformat.operation.scan import FileStoreScan
+from lakeformat.operation.schema_retention import clean_schemas
+from lakeformat.operation.tags import create_tag, delete_tag, list_tags
 from lakeformat.operation.write_job import WriteJob, check_commit_identity, delete_rows
 from lakeformat.results import CommitResult, CompactResult, MaintenanceResult, TagInfo
 from lakeformat.schema.alter import apply_changes
@@ -181,8 +187,6 @@ class Table:
 
     def _table_read(self, snapshot_id: int | None, tag: str | None,
                     memory_budget: int | str | None) -> tuple[TableRead, Snapshot | None]:
-        from lakeformat.operation.compact_select import parse_budget
-
         self.refresh()  # a dropped table is not read, not even by snapshot id
         snap = self._resolve_snapshot(snapshot_id, tag)
         schema = self._schema_of(snap, snapshot_id is not None or tag is not None)
@@ -266,14 +270,12 @@ class Table:
                          dry_run: bool = False) -> MaintenanceResult:
         """Expire old snapshots as Paimon does (defaults from `snapshot.num-retained.min`,
         `snapshot.num-retained.max`, `snapshot.time-retained`, `snapshot.expire.limit`)."""
-        from lakeformat.operation.expire import expire_snapshots
         return expire_snapshots(self.file_io, self.path, self.refresh()._schema, self.name,
                                 retain_min, retain_max, older_than, max_deletes, dry_run)
 
     def clean_schemas(self, retain_min: int | None = None, older_than: OlderThan = None,
                       dry_run: bool = False) -> MaintenanceResult:
         """Delete schema files nothing can need any more (Paimon keeps them forever)."""
-        from lakeformat.operation.schema_retention import clean_schemas
         return clean_schemas(self.file_io, self.path, self.refresh()._schema, self.name,
                              retain_min, older_than, dry_run)
 
@@ -285,7 +287,6 @@ class Table:
         its snapshot does; `enforce_retention_duration=False` lifts that rail (any past cut-off,
         "0 s" too) for on-call cleanup after a crash, when no writer is running.
         """
-        from lakeformat.operation.orphan_files import remove_orphan_files
         return remove_orphan_files(self.file_io, self.path, self.refresh()._schema, self.name,
                                    older_than, dry_run, enforce_retention_duration)
 
@@ -293,31 +294,26 @@ class Table:
                           ) -> MaintenanceResult:
         """Drop partitions whose time (from their values) is older than
         `partition.expiration-time`, as one OVERWRITE commit."""
-        from lakeformat.operation.partition_expire import expire_partitions
         return expire_partitions(self.file_io, self.path, self.refresh()._schema, self.name,
                                  expiration_time, dry_run)
 
     def create_tag(self, name: str, snapshot_id: int | None = None,
                    time_retained: OlderThan = None) -> TagInfo:
         """Tag a snapshot (latest by default); a tag keeps its files from expiry."""
-        from lakeformat.operation.tags import create_tag
         return create_tag(self.file_io, self.path, name, snapshot_id, time_retained)
 
     def delete_tag(self, name: str, dry_run: bool = False) -> MaintenanceResult:
         """Delete a tag and the files only it still held."""
-        from lakeformat.operation.tags import delete_tag
         return delete_tag(self.file_io, self.path, self.refresh()._schema, self.name, name,
                           dry_run)
 
     def list_tags(self) -> list[TagInfo]:
         """Every tag, ordered by tagged snapshot id then name."""
-        from lakeformat.operation.tags import list_tags
         return list_tags(self.file_io, self.path)
 
     def rollback_to(self, target: int | str) -> MaintenanceResult:
         """Make a snapshot id (int) or tag (str) the latest: later snapshots and tags are
         deleted; files only they used become orphans (`remove_orphan_files`)."""
-        from lakeformat.operation.rollback import rollback_to
         return rollback_to(self.file_io, self.path, self.name, target)
     # -- compaction ----------------------------------------------------------------------------
     def compact(self, full: bool = True, partitions: Sequence[dict[str, Any]] | None = None,

@@ -212,7 +212,7 @@ def _read_records(file_io: FileIO, path: str, convert: Any) -> list[Any]:
 
 
 # -- partition statistics -------------------------------------------------------------------------
-def _order_key(value: Any) -> Any:
+def partition_order_key(value: Any) -> Any:
     """Java's ordering where Python's differs: NaN sorts above every float (Float.compare)."""
     if isinstance(value, float) and math.isnan(value):
         return (1, 0.0)
@@ -237,9 +237,9 @@ def partition_stats(partition_counts: Mapping[bytes, int],
             if v is None:
                 nulls[i] += n
                 continue
-            if mins[i] is None or _order_key(v) < _order_key(mins[i]):
+            if mins[i] is None or partition_order_key(v) < partition_order_key(mins[i]):
                 mins[i] = v
-            if maxs[i] is None or _order_key(v) > _order_key(maxs[i]):
+            if maxs[i] is None or partition_order_key(v) > partition_order_key(maxs[i]):
                 maxs[i] = v
     stat_types = [t.copy(nullable=True) for t in partition_types]
     return SimpleStats(binary_row.to_avro_bytes(mins, stat_types),

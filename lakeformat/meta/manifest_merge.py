@@ -20,7 +20,7 @@ from lakeformat.meta.data_file_meta import (
     ManifestFileMeta,
     describe_identifier,
 )
-from lakeformat.meta.manifest import ManifestFile, _order_key
+from lakeformat.meta.manifest import ManifestFile, partition_order_key
 from lakeformat.schema.types import DataType
 
 __all__ = ["merge_manifests", "DeletePartitionPredicate"]
@@ -206,8 +206,8 @@ class DeletePartitionPredicate:
             values = [r[i] for r in rows if r[i] is not None]
             has_nulls = len(values) < len(rows)
             if values:
-                lo = min(values, key=_order_key)
-                hi = max(values, key=_order_key)
+                lo = min(values, key=partition_order_key)
+                hi = max(values, key=partition_order_key)
                 self._columns.append((lo, hi, True, has_nulls))
             else:
                 self._columns.append((None, None, False, True))
@@ -246,5 +246,5 @@ def _leaf(col: tuple[int, Any, Any, int | None], op: str, literal: Any) -> bool:
     if nulls is not None and rows == nulls:
         return False  # every value null: no comparison can match
     if op == "ge":  # column >= literal is possible iff literal <= max
-        return not _order_key(literal) > _order_key(hi)
-    return not _order_key(literal) < _order_key(lo)  # "le": literal >= min
+        return not partition_order_key(literal) > partition_order_key(hi)
+    return not partition_order_key(literal) < partition_order_key(lo)  # "le": literal >= min

@@ -42,6 +42,7 @@ from lakeformat.meta.data_file_meta import (
 from lakeformat.meta.manifest import ManifestFile, ManifestList
 from lakeformat.meta.manifest_merge import merge_manifests
 from lakeformat.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
+from lakeformat.operation.compact_levels import KeyComparator
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.options import CoreOptions
 from lakeformat.schema.schema_manager import SchemaManager
@@ -440,7 +441,6 @@ def check_lsm_overlap(live: Sequence[ManifestEntry], entries: Sequence[ManifestE
                       schema: TableSchema, table_path: str) -> None:
     """Paimon's LSM check: after the commit, files of one level >= 1 of a bucket must not
     overlap in key range (two compactions that both wrote a level would break reads)."""
-    from lakeformat.operation.compact_levels import KeyComparator
 
     buckets = {(e.partition, e.bucket) for e in entries}
     deleted = {e.identifier for e in entries if e.kind == DELETE}

@@ -20,6 +20,7 @@ from typing import Any
 
 from lakeformat.data.kv_file import verify_data_file
 from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
+from lakeformat.merge import merge_engine
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import DataFileMeta, FileSource
 from lakeformat.meta.snapshot import Snapshot
@@ -72,7 +73,6 @@ class CompactOutcome:
 def check_compactable(schema: TableSchema, table_path: str) -> CoreOptions:
     """Fail closed: refuse tables and options compaction does not handle, naming them."""
     opts = check_supported(schema, COMPACT, table_path)
-    from lakeformat.merge import merge_engine
     merge_engine(schema)  # checks the merge options
     _ = (opts.num_levels, opts.compaction_max_size_amplification_percent,
          opts.compaction_size_ratio, opts.compaction_file_size,

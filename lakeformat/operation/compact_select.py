@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from lakeformat import clock
 from lakeformat.errors import InvalidArgumentError
-from lakeformat.operation.predicate import Filter, _dnf, partition_predicate
+from lakeformat.operation.predicate import Filter, dnf_terms, partition_predicate
 from lakeformat.operation.scan import PartitionPredicate
 from lakeformat.options import parse_duration, parse_memory_size
 from lakeformat.schema.table_schema import TableSchema
@@ -51,13 +51,13 @@ def select_partitions(schema: TableSchema, partitions: Sequence[dict[str, Any]] 
         if isinstance(where, pc.Expression):
             raise InvalidArgumentError("compaction `where` takes DNF tuples on partition "
                                        "columns, e.g. [('dt', '>=', '2024-01-01')]")
-        for conj in _dnf(where):
+        for conj in dnf_terms(where):
             for col, _, _ in conj:
                 if col not in keys:
                     raise InvalidArgumentError(f"compaction `where` may only use partition "
                                                f"columns {keys}; got {col!r}")
         typed = [[(c, op, [_typed(schema, c, x) for x in v] if op in ("in", "not in")
-                   else _typed(schema, c, v)) for c, op, v in conj] for conj in _dnf(where)]
+                   else _typed(schema, c, v)) for c, op, v in conj] for conj in dnf_terms(where)]
         pred = partition_predicate(typed, keys)
         if pred is not None:
             preds.append(pred)

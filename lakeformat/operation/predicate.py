@@ -27,7 +27,7 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
-def _dnf(filter: Sequence[Any]) -> list[list[tuple[str, str, Any]]]:
+def dnf_terms(filter: Sequence[Any]) -> list[list[tuple[str, str, Any]]]:
     if not filter:
         return []
     if isinstance(filter[0], tuple):
@@ -47,7 +47,7 @@ def to_expression(filter: Filter) -> pc.Expression | None:
         return None
     if isinstance(filter, pc.Expression):
         return filter
-    dnf = _dnf(filter)
+    dnf = dnf_terms(filter)
     return pq.filters_to_expression(dnf) if dnf else None
 
 
@@ -60,7 +60,7 @@ def filter_columns(filter: Filter, all_columns: Sequence[str]) -> set[str]:
         return set()
     if isinstance(filter, pc.Expression):
         return set(all_columns)
-    return {c for conj in _dnf(filter) for c, _, _ in conj}
+    return {c for conj in dnf_terms(filter) for c, _, _ in conj}
 
 
 def partition_predicate(filter: Filter, partition_keys: Sequence[str]
@@ -68,7 +68,7 @@ def partition_predicate(filter: Filter, partition_keys: Sequence[str]
     """A predicate on partition values implied by a DNF filter (None when nothing prunes)."""
     if filter is None or isinstance(filter, pc.Expression) or not partition_keys:
         return None
-    dnf = _dnf(filter)
+    dnf = dnf_terms(filter)
     if not dnf:
         return None
     parts = [[t for t in conj if t[0] in partition_keys] for conj in dnf]
@@ -123,7 +123,7 @@ def check_filter(filter: Filter, fields: Sequence[DataField], table: str) -> Non
         raise InvalidFilterError(f"filter {filter!r} on {table}: give a pyarrow Expression or "
                                  "DNF tuples such as [('id', '=', 1)]")
     types = {f.name: f.type for f in fields}
-    for conj in _dnf(filter):
+    for conj in dnf_terms(filter):
         for col, op, value in conj:
             if col not in types:
                 raise InvalidFilterError(f"filter on {table} names unknown column {col!r}; "

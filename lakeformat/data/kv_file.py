@@ -316,8 +316,8 @@ def iter_kv_file(file_io: Any, path: str, file_format: str,
             pf = pq.ParquetFile(source, buffer_size=1 << 20, pre_buffer=False)
             want = _wanted(pf.schema_arrow.names, columns, path)
             pieces = (pa.Table.from_batches([b]) for b in
-                      pf.iter_batches(batch_size=_read_step(batch_bytes), columns=want,
-                                      use_threads=False))
+                      pf.iter_batches(batch_size=_read_step(batch_bytes, pf.metadata),
+                                      columns=want, use_threads=False))
         else:
             of = orc.ORCFile(source)
             want = _wanted(of.schema.names, columns, path)
@@ -346,9 +346,17 @@ def iter_kv_file(file_io: Any, path: str, file_format: str,
             close()
 
 
-def _read_step(batch_bytes: int) -> int:
-    """Rows per Parquet read step of `iter_kv_file` (steps are gathered up to the budget)."""
-    return max(128, min(8192, batch_bytes // 256))
+def _read_step(batch_bytes: int, metadata: pq.FileMetaData | None = None) -> int:
+    """Rows per Parquet read step of `iter_kv_file` (steps are gathered up to the budget):
+    about half a piece, by the file's own uncompressed bytes per row (all its columns, so a
+    projection reads smaller steps; Arrow takes up to ~2x the encoded size, hence the 4),
+    else by a 256-byte row. Small steps cost per-call overhead; large ones overshoot."""
+    per_row = 256
+    if metadata is not None and metadata.num_rows > 0:
+        size = sum(metadata.row_group(i).total_byte_size
+                   for i in range(metadata.num_row_groups))
+        per_row = max(1, size // metadata.num_rows)
+    return max(128, min(1 << 16, batch_bytes // (4 * per_row)))
 
 
 def _wanted(names: list[str], columns: Sequence[str] | None, path: str) -> list[str]:

@@ -8,35 +8,21 @@ the bucket whole would need several times its Arrow size (about 9x the budget he
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 import lakeformat as lf
+from tests.support.memory import run_child
 
 BUDGET = 16 << 20
 MARGIN = 160 << 20
 ROWS_PER_COMMIT = 300_000
 
 CHILD = """
-import json, resource, sys
+import json, sys
+from tests.support.memory import high_water
 import lakeformat as lf
-
-def high_water():
-    # VmHWM starts afresh at exec; ru_maxrss would carry over the parent's (pytest's) peak
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 t = lf.Catalog(sys.argv[1]).get_table("db.t")
 t.files()
@@ -69,11 +55,7 @@ def _bucket(tmp_path, name: str, commits: int) -> tuple[str, int, int]:
 
 
 def _compact_in_subprocess(wh: str) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
-    out = subprocess.run([sys.executable, "-c", CHILD, wh, str(BUDGET)],
-                         check=True, capture_output=True, text=True, env=env)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(CHILD, wh, str(BUDGET))
 
 
 def test_peak_rss_of_a_large_bucket_stays_under_budget_plus_margin(tmp_path):

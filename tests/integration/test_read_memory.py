@@ -11,16 +11,12 @@ about 770 MiB here, far past either bound.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pyarrow as pa
 import pytest
 
 import lakeformat as lf
+from tests.support.memory import run_child
 
 BUDGET = 32 << 20
 MARGIN = 96 << 20
@@ -28,20 +24,10 @@ ROWS_PER_COMMIT = 1_000_000
 COMMITS = 5
 
 CHILD = """
-import json, resource, sys
+import json, sys
+from tests.support.memory import high_water
 import pyarrow.compute as pc
 import lakeformat as lf
-
-def high_water():
-    # VmHWM starts afresh at exec; ru_maxrss would carry over the parent's (pytest's) peak
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 t = lf.Catalog(sys.argv[1]).get_table("db.t")
 t.files()
@@ -88,11 +74,7 @@ def big_bucket(tmp_path_factory) -> tuple[str, int]:
 
 
 def _measure(wh: str, mode: str) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
-    out = subprocess.run([sys.executable, "-c", CHILD, wh, mode],
-                         check=True, capture_output=True, text=True, env=env)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(CHILD, wh, mode)
 
 
 def test_read_batches_of_a_large_bucket_stays_under_budget_plus_margin(big_bucket):

@@ -1,3 +1,4 @@
 """Helpers shared by more than one test folder, imported as `tests.support.<module>`:
 `s3server` (a moto S3 server over HTTP), `pypaimon_helpers` (pypaimon 2.1.0 wrappers; the
-interop venv only) and `two_streams` (the two-stream partial-update scenario)."""
+interop venv only), `two_streams` (the two-stream partial-update scenario) and `memory` (peak
+memory of work run in a fresh process)."""

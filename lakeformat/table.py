@@ -225,7 +225,7 @@ class Table:
         rows, kinds = delete_rows(schema, as_table(keys))
         return self._run(WriteJob(self.file_io, self.path, schema, rows, kinds, False,
                                   commit_user, commit_identifier, runner=runner,
-                                  table_name=self.name))
+                                  table_name=self.name, operation="delete"))
 
     def _run(self, job: WriteJob) -> CommitResult:
         result = job.run()

@@ -87,6 +87,9 @@ class SequenceBase:
 NOT_WATCHED = -1
 #: the snapshot kinds a write commits
 WRITE_KINDS = ("APPEND", "OVERWRITE")
+#: snapshot property naming the lakeformat call ("write" or "delete") that made a commit with
+#: a commit identifier: both make APPEND snapshots, and one must not pass for the other
+OPERATION_PROPERTY = "lakeformat.operation"
 
 
 class AlreadyCommitted(CommitError):
@@ -116,7 +119,8 @@ class SequenceConflict(CommitConflictError):
 
 class FileStoreCommit:
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
-                 commit_user: str | None = None, commit_identifier: int | None = None):
+                 commit_user: str | None = None, commit_identifier: int | None = None,
+                 properties: dict[str, str] | None = None):
         self.file_io = file_io
         self.table_path = table_path
         self.schema = schema
@@ -124,6 +128,8 @@ class FileStoreCommit:
         self.commit_user = commit_user or str(uuidlib.uuid4())
         self.commit_identifier = (BATCH_COMMIT_IDENTIFIER if commit_identifier is None
                                   else commit_identifier)
+        #: the snapshot's free-form `properties` (None: the key is left out, as Java does)
+        self.properties = dict(properties) if properties else None
         #: the data-file entries (delta manifests) of the last snapshot this committer published
         self.committed_entries: list[ManifestEntry] = []
         self.snapshots = SnapshotManager(file_io, table_path)
@@ -315,6 +321,7 @@ class FileStoreCommit:
                 delta_record_count=added - removed,
                 watermark=latest.watermark if latest else None,
                 uuid=str(uuidlib.uuid4()), writer_version=WRITER_VERSION,
+                properties=self.properties,
             )
             self._attempted.add(snap.uuid)
             landed = self._publish(snap)

@@ -43,6 +43,7 @@ from lakeformat.meta.data_file_meta import FileKind, ManifestEntry
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.commit import (
     NOT_WATCHED,
+    OPERATION_PROPERTY,
     WRITE_KINDS,
     AlreadyCommitted,
     CommitMessage,
@@ -116,7 +117,8 @@ class WriteJob:
                  kinds: np.ndarray | None = None, overwrite: bool = False,
                  commit_user: str | None = None, commit_identifier: int | None = None, *,
                  merge_schema_options: dict[str, str] | None = None,
-                 runner: Runner | None = None, table_name: str | None = None):
+                 runner: Runner | None = None, table_name: str | None = None,
+                 operation: str = "write"):
         check_commit_identity(commit_user, commit_identifier)
         self.file_io = file_io
         self.table_path = table_path
@@ -132,8 +134,9 @@ class WriteJob:
         _ = (opts.commit_max_retries, opts.commit_min_retry_wait, opts.commit_max_retry_wait,
              opts.commit_timeout)
         self.commit_identifier = commit_identifier
+        self.operation = operation
         self.committer = FileStoreCommit(file_io, table_path, schema, commit_user,
-                                         commit_identifier)
+                                         commit_identifier, self._properties())
         self.units: list[WriteUnit] = []
         self.messages: list[CommitMessage] = []
         self.base: SequenceBase | None = None
@@ -165,28 +168,37 @@ class WriteJob:
                                   for u in self.units})
         return self.units
 
+    def _properties(self) -> dict[str, str] | None:
+        """A commit with an identifier records which call made it (write or delete)."""
+        return None if self.commit_identifier is None else {OPERATION_PROPERTY: self.operation}
+
     def _use_schema(self, schema: TableSchema) -> None:
         self.schema = schema
         self.writer = TableWrite(self.file_io, self.table_path, schema)
         self.committer = FileStoreCommit(self.file_io, self.table_path, schema,
-                                         self.committer.commit_user, self.commit_identifier)
+                                         self.committer.commit_user, self.commit_identifier,
+                                         self._properties())
 
     def _already_landed(self, since: int | None) -> bool:
-        """Whether a write of this (user, identifier) landed after `since`. A pair used by a
-        compaction only is refused: its rows would be silently skipped."""
+        """Whether a commit of this call (write, or delete) with this (user, identifier)
+        landed after `since`. A pair used only by another kind of call (a compaction, a delete
+        for a write) is refused: its rows would otherwise be silently skipped."""
         if self.commit_identifier is None:
             return False
         found = self.committer.snapshots.find_commit(self.commit_user, self.commit_identifier,
                                                      since)
-        writes = [s for s in found if s.commit_kind in WRITE_KINDS]
-        if found and not writes:
+        mine = [s for s in found if s.commit_kind in WRITE_KINDS and (s.properties or {}).get(
+            OPERATION_PROPERTY, self.operation) == self.operation]
+        if mine:
+            self.landed = mine[0]
+            return True
+        if found:
+            made = (found[0].properties or {}).get(OPERATION_PROPERTY, found[0].commit_kind)
             raise InvalidArgumentError(
                 f"{self.table_name}: commit_user {self.commit_user!r} with commit_identifier "
-                f"{self.commit_identifier} already made {found[0].commit_kind} snapshot "
-                f"{found[0].id}, not a write; give each write its own identifier")
-        if writes:
-            self.landed = writes[0]
-        return bool(writes)
+                f"{self.commit_identifier} already made snapshot {found[0].id} ({made}), not a "
+                f"{self.operation}; give each {self.operation} its own identifier")
+        return False
 
     # -- execute -------------------------------------------------------------------------------
     def execute(self, runner: Runner | None = None) -> list[CommitMessage]:

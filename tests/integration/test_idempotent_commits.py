@@ -293,18 +293,29 @@ def test_a_twin_landing_while_a_duplicate_retries_is_seen(local_catalog):
     assert data_files(t) == {f["file_name"] for f in t.files()}
 
 
-def test_a_write_refuses_a_pair_a_compaction_used(catalog):
+def test_a_pair_belongs_to_one_kind_of_call(catalog):
     t = make(catalog, bucket="1")
     t.write(batch(range(4)))
     t.write(batch(range(4)))
     t.compact(commit_user=USER, commit_identifier=1)
     snaps = len(t.snapshots())
-    with pytest.raises(InvalidArgumentError, match="COMPACT snapshot"):
+    with pytest.raises(InvalidArgumentError, match=r"\(COMPACT\), not a write"):
         t.write(batch(range(4)), commit_user=USER, commit_identifier=1)
-    assert len(t.snapshots()) == snaps and totals(t) == {i: 2 for i in range(4)}
-    # the Java pattern the other way round: a write then a compaction under one pair
+    t.delete(pa.table({"id": pa.array([0], pa.int64())}), commit_user=USER, commit_identifier=3)
+    with pytest.raises(InvalidArgumentError, match=r"\(delete\), not a write"):
+        t.write(batch(range(4)), commit_user=USER, commit_identifier=3)
+    t.write(batch([9]), commit_user=USER, commit_identifier=4)
+    with pytest.raises(InvalidArgumentError, match=r"\(write\), not a delete"):
+        t.delete(pa.table({"id": pa.array([1], pa.int64())}), commit_user=USER,
+                 commit_identifier=4)
+    assert len(t.snapshots()) == snaps + 2
+    assert totals(t) == {0: 2, 1: 2, 2: 2, 3: 2, 9: 1}  # (a -D with a null n retracts 0)
+    # the Java pattern: a write then a compaction under one pair; the task retried as a whole
     t.write(batch(range(4)), commit_user=USER, commit_identifier=2)
     assert t.compact(commit_user=USER, commit_identifier=2).snapshot_ids
+    again = t.write(batch(range(4)), commit_user=USER, commit_identifier=2)
+    assert again.already_committed and again.commit_kind == "APPEND"
+    assert t.compact(commit_user=USER, commit_identifier=2).earlier_snapshot_ids
 
 
 def test_a_doubtful_publish_settled_in_one_group_does_not_stop_the_next(local_catalog,

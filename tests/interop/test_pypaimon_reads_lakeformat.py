@@ -315,3 +315,22 @@ def test_pypaimon_merges_two_lakeformat_partial_update_streams(paimon: Any, lake
         assert_same_rows(lt.read(), expected, ORDER_KEYS, f"lakeformat after stream commit {step}")
         assert_same_rows(paimon_read(table), expected, ORDER_KEYS,
                          f"pypaimon after stream commit {step}")
+
+
+def test_pypaimon_reads_commits_made_with_a_commit_identity(paimon: Any, lake: Any) -> None:
+    """A write with commit_user/commit_identifier (and the snapshot property naming the call)
+    stays readable by pypaimon, which sees the same user and identifier; a retry adds no
+    snapshot."""
+    lt = lake.create_table("db.orders", schema=ORDERS, primary_keys=ORDER_KEYS,
+                           options={"bucket": "2"})
+    d1 = DAYS[0]
+    rows = [order(d1, i) for i in range(6)]
+    first = lt.write(pa.Table.from_pylist(rows, schema=ORDERS), commit_user="dag.task",
+                     commit_identifier=20240101)
+    again = lt.write(pa.Table.from_pylist(rows, schema=ORDERS), commit_user="dag.task",
+                     commit_identifier=20240101)
+    assert again.already_committed and again.snapshot_id == first.snapshot_id
+    pt = paimon.get_table("db.orders")
+    assert [(s.id, s.commit_user, s.commit_identifier) for s in paimon_snapshots(pt)] == [
+        (1, "dag.task", 20240101)]
+    assert_same_rows(paimon_read(pt), rows, ORDER_KEYS, "pypaimon")

@@ -15,6 +15,7 @@ import pytest
 
 import lakeformat as lf
 from lakeformat.errors import CommitStateUnknownError, InvalidArgumentError
+from lakeformat.operation.runner import UnitFailure
 from lakeformat.operation.write_job import WriteJob
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("n", pa.int64())])
@@ -209,7 +210,6 @@ class FailingRunner:
 
 
 def _failure(unit):
-    from lakeformat.operation.runner import UnitFailure
     return UnitFailure(RuntimeError(f"executor lost running bucket {unit.bucket}"))
 
 

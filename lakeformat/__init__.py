@@ -30,6 +30,9 @@ from lakeformat.errors import (
     InvalidIdentifierError,
     InvalidOptionError,
     LakeformatError,
+    LockError,
+    LockLostError,
+    LockTimeoutError,
     NotFoundError,
     SchemaMismatchError,
     SnapshotNotFoundError,
@@ -92,5 +95,5 @@ __all__ = [
     "NotFoundError", "SnapshotNotFoundError", "TagNotFoundError", "AlreadyExistsError",
     "TagAlreadyExistsError", "DatabaseNotEmptyError", "InvalidArgumentError",
     "ColumnNotFoundError", "CleanupAbortedError", "CommitError", "CommitStateUnknownError",
-    "RETRYABLE_ERRORS",
+    "RETRYABLE_ERRORS", "LockError", "LockTimeoutError", "LockLostError",
 ]

@@ -124,13 +124,35 @@ class CommitStateUnknownError(CommitError):
         self.commit_user = commit_user
 
 
+# -- table locks ---------------------------------
+class LockError(LakeformatError):
+    """Base of the table-lock outcomes below."""
+
+
+class LockTimeoutError(LockError):
+    """The table lock was not acquired within `lock-acquire-timeout`: another job holds it.
+    `holder` describes who (owner, host, process, purpose, since when), when it is known.
+    Nothing was done to the table; running the job again later is safe."""
+
+    def __init__(self, message: str, holder: object = None):
+        super().__init__(message)
+        self.holder = holder
+
+
+class LockLostError(LockError):
+    """A job's lease on its table lock ran out or was taken over (a paused or partitioned
+    process) before it published: it stopped before committing or deleting anything more.
+    What it wrote but did not publish becomes orphan files; running the job again is safe."""
+
+
 #: the earlier name of `CommitStateUnknownError`
 CommitOutcomeUnknownError = CommitStateUnknownError
 
 #: errors after which running the same call again may succeed (with the same commit user and
 #: identifier, a write lands at most once)
 RETRYABLE_ERRORS: tuple[type[LakeformatError], ...] = (
-    CommitConflictError, CommitFailedError, CommitStateUnknownError)
+    CommitConflictError, CommitFailedError, CommitStateUnknownError, LockTimeoutError,
+    LockLostError)
 
 
 _SECRET_WORDS = ("secret", "password", "passwd", "token", "credential")

@@ -12,6 +12,7 @@ from lakeformat.storage.fileio import (
     FileIO,
     FileStatus,
     StorageError,
+    Versioned,
     get_file_io,
     split_scheme,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "LocalFileIO",
     "S3FileIO",
     "StorageError",
+    "Versioned",
     "get_file_io",
     "split_scheme",
     "LOCAL_SCHEMES",

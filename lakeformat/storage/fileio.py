@@ -17,6 +17,7 @@ from lakeformat.errors import LakeformatError, UnsupportedError
 __all__ = [
     "FileIO",
     "FileStatus",
+    "Versioned",
     "StorageError",
     "get_file_io",
     "split_scheme",
@@ -48,6 +49,15 @@ class FileStatus:
     path: str
     size: int
     mtime: float
+
+
+@dataclass(frozen=True)
+class Versioned:
+    """An object's content with the version tag that a conditional replace or delete names
+    (S3: the ETag; local disk: a digest of the content)."""
+
+    data: bytes
+    etag: str
 
 
 def split_scheme(uri: str) -> tuple[str, str]:
@@ -100,6 +110,35 @@ class FileIO(ABC):
         This is the commit primitive (snapshot files, hints): it must be atomic and must never
         expose a partially written file.
         """
+
+    def publish_locked(self, path: str, data: bytes) -> bool:
+        """`write_if_absent` for a caller that holds the table's commit lock (`lock.enabled`).
+
+        Under the lock nobody else publishes, so a store that ignores conditional writes may
+        fall back to "exists? then put" here, as Paimon's renaming commit does under its
+        catalog lock. Stores with a real exclusive create keep using it."""
+        return self.write_if_absent(path, data)
+
+    # -- versioned objects: compare-and-swap on one small object (lease locks) -----------------
+    @abstractmethod
+    def read_versioned(self, path: str) -> Versioned:
+        """Content and version tag; ``FileNotFoundError`` naming ``path`` if absent."""
+
+    @abstractmethod
+    def create_versioned(self, path: str, data: bytes) -> str | None:
+        """Create ``path`` only if absent (S3 ``If-None-Match: *``); its version tag, or None
+        when it already exists. Exactly one of several concurrent callers gets a tag."""
+
+    @abstractmethod
+    def replace_versioned(self, path: str, data: bytes, etag: str) -> str | None:
+        """Replace ``path`` only if its version is still ``etag`` (S3 ``If-Match``); the new
+        tag, or None when the object changed or is gone. Exactly one of several concurrent
+        callers naming the same tag wins."""
+
+    @abstractmethod
+    def delete_versioned(self, path: str, etag: str) -> bool:
+        """Delete ``path`` only if its version is still ``etag``; False when it changed or is
+        gone (then whatever is there now is left alone)."""
 
     @abstractmethod
     def exists(self, path: str) -> bool:

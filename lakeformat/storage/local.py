@@ -8,17 +8,27 @@ under its final name.
 from __future__ import annotations
 
 import errno
+import fcntl
+import hashlib
 import os
 import shutil
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
 
 from lakeformat.errors import UnsupportedError
-from lakeformat.storage.fileio import FileIO, FileStatus, split_scheme
+from lakeformat.storage.fileio import FileIO, FileStatus, Versioned, split_scheme
 
 __all__ = ["LocalFileIO", "local_path"]
+
+#: one in-process mutex per versioned object: flock excludes other processes, this the
+#: other threads of this one (flock locks belong to open files, not threads)
+_CAS_MUTEX = threading.Lock()
+_CAS_MUTEXES: dict[str, threading.Lock] = {}
 
 #: errno values meaning "this file system cannot make hard links".
 _NO_LINK_ERRNOS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK}
@@ -186,6 +196,62 @@ class LocalFileIO(FileIO):
             raise
         finally:
             _unlink_quietly(tmp)
+
+    # ------------------------------------------------------------------ versioned objects
+
+    @contextmanager
+    def _exclusive(self, target: str) -> Iterator[None]:
+        """Hold the object's compare-and-swap lock: an flock on the sidecar ``<name>.cas``
+        (other processes) and a per-path mutex (other threads of this process)."""
+        with _CAS_MUTEX:
+            mutex = _CAS_MUTEXES.setdefault(os.path.abspath(target), threading.Lock())
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+        with mutex:
+            fd = os.open(target + ".cas", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # closing drops the flock
+
+    @staticmethod
+    def _etag(data: bytes) -> str:
+        return hashlib.sha256(data).hexdigest()[:32]
+
+    def _current_etag(self, target: str) -> str | None:
+        try:
+            with open(target, "rb") as f:
+                return self._etag(f.read())
+        except FileNotFoundError:
+            return None
+
+    def read_versioned(self, path: str) -> Versioned:
+        """Content and its digest (a lease body carries a unique token, so equal digests mean
+        the same write)."""
+        data = self.read_bytes(path)
+        return Versioned(data, self._etag(data))
+
+    def create_versioned(self, path: str, data: bytes) -> str | None:
+        """Exclusive create (the same link-based publish as ``write_if_absent``)."""
+        return self._etag(data) if self.write_if_absent(path, data) else None
+
+    def replace_versioned(self, path: str, data: bytes, etag: str) -> str | None:
+        """Compare the digest and replace atomically while holding the object's lock."""
+        target = local_path(path)
+        with self._exclusive(target):
+            if self._current_etag(target) != etag:
+                return None
+            self.write_bytes(target, data)
+        return self._etag(data)
+
+    def delete_versioned(self, path: str, etag: str) -> bool:
+        """Compare the digest and unlink while holding the object's lock."""
+        target = local_path(path)
+        with self._exclusive(target):
+            if self._current_etag(target) != etag:
+                return False
+            os.unlink(target)
+        return True
 
     # ------------------------------------------------------------------ delete / mkdirs
 

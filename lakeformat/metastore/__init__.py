@@ -1,0 +1,1 @@
+"""Metastores: where a catalog records its databases and tables (`metastore` option)."""

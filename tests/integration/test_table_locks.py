@@ -26,6 +26,15 @@ ROOT = Path(__file__).resolve().parents[2]
 LEASE = {"lock.lease-duration": "2 s", "lock-check-max-sleep": "200 ms"}
 
 
+@pytest.fixture(params=["local", "s3"])
+def where(request, tmp_path) -> tuple[str, dict[str, str]]:
+    """(warehouse, catalog options with a 2 s lease) on local disk and on the moto S3 server."""
+    if request.param == "local":
+        return str(tmp_path / "wh"), dict(LEASE)
+    uri, options = request.getfixturevalue("s3_warehouse")
+    return uri, {**options, **LEASE}
+
+
 def make_table(wh: str, options: dict[str, str] | None = None, commits: int = 4) -> lf.Table:
     cat = lf.Catalog(wh, options=options)
     cat.create_database("db", exist_ok=True)
@@ -75,11 +84,11 @@ def rows(t: lf.Table) -> list[dict[str, Any]]:
     return sorted(t.read().to_pylist(), key=lambda r: r["id"])
 
 
-def test_maintenance_jobs_started_together_run_one_after_another(tmp_path, capsys):
-    wh = str(tmp_path / "wh")
-    t = make_table(wh, commits=6)
+def test_maintenance_jobs_started_together_run_one_after_another(where, capsys):
+    wh, base = where
+    t = make_table(wh, base, commits=6)
     before = rows(t)
-    jobs = [Child(job, wh, LEASE) for job in ("expire", "compact", "expire", "orphans")]
+    jobs = [Child(job, wh, base) for job in ("expire", "compact", "expire", "orphans")]
     results = [c.finish() for c in jobs]
     assert [r["event"] for r in results] == ["done"] * 4, results
     spans = []
@@ -98,13 +107,13 @@ def test_maintenance_jobs_started_together_run_one_after_another(tmp_path, capsy
     assert all(s.id >= t.snapshots()[0].id for s in t.snapshots())
 
 
-def test_timeout_names_the_holder(tmp_path):
-    wh = str(tmp_path / "wh")
-    t = make_table(wh, commits=2)
-    holder = Child("hold", wh, LEASE, "30")
+def test_timeout_names_the_holder(where):
+    wh, base = where
+    t = make_table(wh, base, commits=2)
+    holder = Child("hold", wh, base, "30")
     try:
         holder.wait_for("holding")
-        mine = lf.Catalog(wh, options={**LEASE, "lock-acquire-timeout": "1 s"}).get_table("db.t")
+        mine = lf.Catalog(wh, options={**base, "lock-acquire-timeout": "1 s"}).get_table("db.t")
         snaps = [s.id for s in t.snapshots()]
         with pytest.raises(lf.LockTimeoutError) as err:
             mine.expire_snapshots(retain_min=1, older_than="0 s")
@@ -118,18 +127,18 @@ def test_timeout_names_the_holder(tmp_path):
         holder.kill()
 
 
-def test_paused_holder_loses_its_lease_and_commits_nothing(tmp_path):
+def test_paused_holder_loses_its_lease_and_commits_nothing(where):
     """A compaction paused (SIGSTOP) past its lease: another job takes the lock over; when the
     compaction wakes up it stops with LockLostError instead of committing."""
-    wh = str(tmp_path / "wh")
-    t = make_table(wh, commits=4)
+    wh, base = where
+    t = make_table(wh, base, commits=4)
     before_rows, before_last = rows(t), t.latest_snapshot().id
-    child = Child("compact-hang", wh, LEASE, "0.5")
+    child = Child("compact-hang", wh, base, "0.5")
     try:
         child.wait_for("executed")
         os.kill(child.proc.pid, signal.SIGSTOP)
         time.sleep(3)  # > the 2 s lease
-        other = lf.Catalog(wh, options={**LEASE, "lock-acquire-timeout": "10 s"}).get_table("db.t")
+        other = lf.Catalog(wh, options={**base, "lock-acquire-timeout": "10 s"}).get_table("db.t")
         other.expire_snapshots(retain_min=10)  # takes the expired lease over, then releases
         os.kill(child.proc.pid, signal.SIGCONT)
         result = child.finish()
@@ -142,17 +151,17 @@ def test_paused_holder_loses_its_lease_and_commits_nothing(tmp_path):
     assert rows(t) == before_rows
 
 
-def test_killed_holder_is_taken_over_after_its_lease(tmp_path, capsys):
-    wh = str(tmp_path / "wh")
-    t = make_table(wh, commits=4)
+def test_killed_holder_is_taken_over_after_its_lease(where, capsys):
+    wh, base = where
+    t = make_table(wh, base, commits=4)
     before_rows, before_last = rows(t), t.latest_snapshot().id
-    child = Child("compact-hang", wh, LEASE, "60")
+    child = Child("compact-hang", wh, base, "60")
     try:
         child.wait_for("executed")
         child.proc.send_signal(signal.SIGKILL)
         killed = time.monotonic()
         child.proc.wait()
-        mine = lf.Catalog(wh, options={**LEASE, "lock-acquire-timeout": "20 s"}).get_table("db.t")
+        mine = lf.Catalog(wh, options={**base, "lock-acquire-timeout": "20 s"}).get_table("db.t")
         assert rows(mine) == before_rows and mine.latest_snapshot().id == before_last
         result = mine.compact(full=True)
         took = time.monotonic() - killed
@@ -172,9 +181,9 @@ def test_killed_holder_is_taken_over_after_its_lease(tmp_path, capsys):
     assert rows(mine) == before_rows
 
 
-def test_commit_lock_around_concurrent_writers(tmp_path):
-    wh = str(tmp_path / "wh")
-    opts = {**LEASE, "lock.enabled": "true"}
+def test_commit_lock_around_concurrent_writers(where):
+    wh, base = where
+    opts = {**base, "lock.enabled": "true"}
     t = make_table(wh, opts, commits=0)
     assert isinstance(t.file_io, GuardedFileIO) and t.locks.commit is not None
     writers = [Child("write", wh, opts, f"{1000 * (w + 1)},8") for w in range(3)]
@@ -189,9 +198,9 @@ def test_commit_lock_around_concurrent_writers(tmp_path):
         t.read(snapshot_id=sid)
 
 
-def test_a_held_commit_lock_keeps_writes_from_publishing(tmp_path):
-    wh = str(tmp_path / "wh")
-    opts = {**LEASE, "lock.enabled": "true"}
+def test_a_held_commit_lock_keeps_writes_from_publishing(where):
+    wh, base = where
+    opts = {**base, "lock.enabled": "true"}
     t = make_table(wh, opts, commits=1)
     holder = Child("hold-commit", wh, opts, "30")
     try:

@@ -69,8 +69,8 @@ class Table:
         self.path = path
         self.locks = locks
         self.file_io = locks.guarded(file_io)
-        self.schema_manager = SchemaManager(file_io, path)
-        self.snapshot_manager = SnapshotManager(file_io, path)
+        self.schema_manager = SchemaManager(self.file_io, path)  # alter publishes under it
+        self.snapshot_manager = SnapshotManager(self.file_io, path)
         self._schema = self._latest_schema()
 
     def __repr__(self) -> str:

@@ -209,6 +209,9 @@ def test_a_held_commit_lock_keeps_writes_from_publishing(where):
         with pytest.raises(lf.LockTimeoutError, match="commit of table db.t"):
             mine.write(pa.table({"id": [7], "v": [7]}))
         assert [s.id for s in mine.snapshots()] == [1]
+        with pytest.raises(lf.LockTimeoutError, match="commit of table db.t"):
+            mine.alter(lf.SchemaChange.set_option("snapshot.num-retained.min", "3"))
+        assert [s.id for s in mine.schemas()] == [0]
     finally:
         holder.kill()
     t.write(pa.table({"id": [7], "v": [7]}))  # waits out the killed holder's lease

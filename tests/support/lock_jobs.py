@@ -7,6 +7,10 @@ log, `{"event": "executed"}` when a compaction's files are written but not yet c
 (`compact-hang` then sleeps, for the test to kill or pause it), and last
 `{"event": "done", "result": {...}}` or `{"event": "error", "type": ..., "message": ...}`.
 
+Jobs of the fault tests: `agg-write` (ARG = "first,count": one commit adding 1 to key
+`i % 10` per i, retried with the same commit identity until it lands), `compact-loop` and
+`expire-loop` (ARG = seconds; failures counted and run again).
+
 Jobs: `compact`, `compact-hang` (sleeps ARG seconds between writing its files and
 committing), `expire`, `orphans`, `write` (ARG = "first,count": one commit per id), `hold`
 (holds the maintenance lock ARG seconds), `hold-commit` (the commit lock).
@@ -53,6 +57,37 @@ class HangingRunner(ThreadRunner):
         return out
 
 
+def _retrying(fn: Callable[[], Any], counter: list[int], attempts: int = 30) -> Any:
+    """What an Airflow task retry does: the same call again after any failure."""
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+            counter[0] += 1
+            time.sleep(0.05 * min(2 ** attempt, 20))
+    return None
+
+
+def _s3_retries(table: lf.Table) -> int | None:
+    from lakeformat.lock.guard import unguarded
+
+    return getattr(unguarded(table.file_io), "retries", None)
+
+
+def _loop(seconds: float, call: Callable[[], Any]) -> dict[str, Any]:
+    deadline, runs, failures = time.monotonic() + seconds, 0, {}
+    while time.monotonic() < deadline:
+        try:
+            call()
+            runs += 1
+        except Exception as e:  # a conflict, a lost lease, a fault past the retries: again
+            failures[type(e).__name__] = failures.get(type(e).__name__, 0) + 1
+        time.sleep(0.2)
+    return {"runs": runs, "failures": failures}
+
+
 def run(job: str, table: lf.Table, arg: str) -> Any:
     if job == "compact":
         return table.compact(full=True).to_dict()
@@ -81,6 +116,22 @@ def run(job: str, table: lf.Table, arg: str) -> Any:
                             commit_identifier=i)
             ids.append(r.snapshot_id)
         return {"snapshot_ids": ids}
+    if job == "agg-write":  # one commit adding 1 to key i % 10, per i; retried until it lands
+        first, count = (int(x) for x in arg.split(","))
+        retries, already = [0], 0
+        for i in range(first, first + count):
+            r = _retrying(lambda i=i: table.write(pa.table({"id": [i % 10], "cnt": [1]}),
+                                                  commit_user="agg", commit_identifier=i),
+                          retries)
+            already += bool(r.already_committed)
+        return {"job_retries": retries[0], "already_committed": already,
+                "s3_retries": _s3_retries(table)}
+    if job == "compact-loop":
+        out = _loop(float(arg), lambda: table.compact(full=True))
+        return {**out, "s3_retries": _s3_retries(table)}
+    if job == "expire-loop":
+        out = _loop(float(arg), lambda: table.expire_snapshots(retain_min=3, older_than="0 s"))
+        return {**out, "s3_retries": _s3_retries(table)}
     raise SystemExit(f"unknown job {job!r}")
 
 

@@ -53,6 +53,8 @@ _PG_PROPERTIES = {"user": "user", "password": "password", "sslmode": "sslmode",
 _MYSQL_PROPERTIES = {"user": "user", "password": "password", "connectTimeout": "connect_timeout",
                      "connect_timeout": "connect_timeout"}
 _SQLITE_PROPERTIES = {"busy_timeout": "timeout"}
+# PyMySQL's error codes of a server that cannot be reached or refuses the login
+_MYSQL_UNREACHABLE = {1040, 1044, 1045, 1049, 2002, 2003, 2005, 2006, 2013}
 
 
 class JdbcConnectionError(LakeformatError):
@@ -169,8 +171,8 @@ class JdbcClient:
                                        **engine_kw)
         self._ensured: set[str] = set()
         self._guard = threading.Lock()
-        try:
-            self.query("SELECT 1")
+        try:  # connect now: whatever fails here means the database cannot be used at all
+            self._run(lambda c: c.exec_driver_sql("SELECT 1").all(), reached=False)
         except BaseException:
             self.engine.dispose()
             raise
@@ -205,18 +207,23 @@ class JdbcClient:
             return True
         if isinstance(e, exc.InterfaceError):
             return True
-        if isinstance(e, exc.OperationalError):
-            if self.dialect != "sqlite":
-                return True
-            return "unable to open" in str(e.orig).lower()
-        return False
+        if not isinstance(e, exc.OperationalError):
+            return False
+        orig = e.orig
+        if self.dialect == "sqlite":
+            return "unable to open" in str(orig).lower()
+        if self.dialect == "postgresql":  # no SQLSTATE: the client lost the connection
+            state = getattr(orig, "sqlstate", None) or ""
+            return not state or state[:2] in ("08", "28", "53") or state.startswith("57P")
+        code = orig.args[0] if getattr(orig, "args", ()) else None
+        return code in _MYSQL_UNREACHABLE
 
-    def _run(self, fn: Callable[[Any], Any]) -> Any:
+    def _run(self, fn: Callable[[Any], Any], reached: bool = True) -> Any:
         try:
             with self.engine.connect() as conn:
                 return fn(conn)
         except self._sa.exc.DBAPIError as e:
-            if self._is_unreachable(e):
+            if not reached or self._is_unreachable(e):
                 raise JdbcConnectionError(f"cannot reach the JDBC catalog database at "
                                           f"{self.url}: {self._reason(e)}") from None
             raise

@@ -25,9 +25,12 @@ from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import new_schema
 from lakeformat.schema.types import DataField, assign_field_ids, from_arrow
 from lakeformat.storage import get_file_io
-from tests.support.postgres import jdbc_uri, postgres_server  # noqa: F401  (fixtures)
+from tests.support import postgres
 
 ROOT = Path(__file__).resolve().parents[2]
+# the fixtures this module uses: a SQLite file and a database on the session's PostgreSQL
+jdbc_uri = postgres.jdbc_uri
+postgres_server = postgres.postgres_server
 
 
 def _metastore(uri: str, warehouse: str, key: str = "jdbc") -> JdbcMetastore:
@@ -193,7 +196,7 @@ def test_existing_names_and_upper_case_are_refused(jdbc_uri, warehouse):
     ms.close()
 
 
-def test_sqlalchemy_urls_reach_the_same_catalog(postgres_server, tmp_path):  # noqa: F811
+def test_sqlalchemy_urls_reach_the_same_catalog(postgres_server, tmp_path):
     wh = str(tmp_path / "wh")
     name = postgres_server.new_database()
     by_jdbc = _metastore(postgres_server.jdbc_url(name), wh)
@@ -252,7 +255,7 @@ def test_bad_options_are_refused_by_name(tmp_path):
                                  "lock-key-max-length": "many"})
 
 
-def test_the_client_never_shows_its_password(postgres_server):  # noqa: F811
+def test_the_client_never_shows_its_password(postgres_server):
     name = postgres_server.new_database()
     client = JdbcClient.from_options({"uri": postgres_server.jdbc_url(name),
                                       "jdbc.password": "hunter2"})  # trust: any password works

@@ -17,6 +17,12 @@ from lakeformat.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
+from lakeformat.lock.base import TableLock
+from lakeformat.lock.lease import LeaseLock, lease_path
+from lakeformat.lock.table_locks import TableLocks
+from lakeformat.metastore.base import Metastore
+from lakeformat.metastore.filesystem import FileSystemMetastore
+from lakeformat.metastore.options import check_catalog_options
 from lakeformat.operation.merge_schema import validate_table_schema
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import new_schema
@@ -24,7 +30,6 @@ from lakeformat.schema.types import DataField, assign_field_ids, from_arrow
 from lakeformat.storage import FileIO, get_file_io
 from lakeformat.table import Table
 
-DB_SUFFIX = ".db"
 _BAD = re.compile(r"[\x00-\x1f\x7f/\\]")
 
 
@@ -70,76 +75,121 @@ class Identifier:
 
 
 class Catalog:
-    """Warehouse URI (local path, file://, s3://) plus catalog options (`s3.*`, ...)."""
+    """Warehouse URI (local path, file://, s3://) plus catalog options by Paimon's names
+    (`s3.*`, `metastore`, `uri`, `lock.*`, ...; unknown ones are refused)."""
 
     def __init__(self, warehouse: str, options: Mapping[str, str] | None = None,
                  file_io: FileIO | None = None):
-        self.options = {str(k): str(v) for k, v in (options or {}).items()}
-        self.file_io = file_io or get_file_io(warehouse, self.options)
+        self.options = {str(k): str(v).lower() if isinstance(v, bool) else str(v)
+                        for k, v in (options or {}).items()}
         self.warehouse = warehouse.rstrip("/") if warehouse not in ("/",) else warehouse
+        self.config = check_catalog_options(self.options, self.warehouse)
+        self.file_io = file_io or get_file_io(warehouse, self.options)
+        self._jdbc: Any = None
+        self.metastore = self._make_metastore()
 
     def __repr__(self) -> str:
         return f"Catalog({self.warehouse!r})"
 
+    def close(self) -> None:
+        """Release the JDBC connections of a JDBC catalog or lock (nothing else holds any)."""
+        if self._jdbc is not None:
+            self._jdbc.close()
+            self._jdbc = None
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _jdbc_client(self) -> Any:
+        if self._jdbc is None:
+            from lakeformat.lock.jdbc_client import JdbcClient
+
+            self._jdbc = JdbcClient.from_options(self.options)
+        return self._jdbc
+
+    def _make_metastore(self) -> Metastore:
+        if self.config.metastore == "jdbc":
+            from lakeformat.metastore.jdbc import JdbcMetastore
+
+            return JdbcMetastore(self._jdbc_client(), self.config.catalog_key, self.warehouse,
+                                 self.file_io)
+        return FileSystemMetastore(self.file_io, self.warehouse)
+
+    def table_locks(self, identifier: str | Identifier) -> TableLocks:
+        """The commit lock (`lock.enabled=true` only) and the maintenance lock of a table."""
+        ident = Identifier.parse(identifier)
+        cfg = self.config.lock
+        if cfg.type == "jdbc":
+            from lakeformat.lock.jdbc import JdbcLock
+
+            client = self._jdbc_client()
+            lock_id = f"{self.config.catalog_key}.{ident.database}.{ident.table}"
+
+            def make(kind: str) -> TableLock:
+                name = lock_id if kind == "commit" else f"{lock_id}.{kind}"
+                return JdbcLock(client, name, f"{kind} of table {ident}", cfg)
+        else:
+            def make(kind: str) -> TableLock:
+                where = lease_path(self.file_io, self.warehouse, ident.database, ident.table,
+                                   kind)
+                return LeaseLock(self.file_io, where, f"{kind} of table {ident}", cfg)
+        return TableLocks(make("commit") if cfg.enabled else None, make("maintenance"))
+
     # -- databases -------------------------------------------------------------------------------
     def database_path(self, name: str) -> str:
-        return self.file_io.join(self.warehouse, check_name("database", name) + DB_SUFFIX)
+        return self.metastore.database_path(check_name("database", name))
 
     def list_databases(self) -> list[str]:
-        names = [p.rstrip("/").rsplit("/", 1)[-1] for p in self.file_io.list_dirs(self.warehouse)]
-        return sorted(n[: -len(DB_SUFFIX)] for n in names if n.endswith(DB_SUFFIX))
+        return self.metastore.list_databases()
 
     def database_exists(self, name: str) -> bool:
-        return self.file_io.is_dir(self.database_path(name))
+        return self.metastore.database_exists(check_name("database", name))
 
     def create_database(self, name: str, exist_ok: bool = False) -> None:
-        path = self.database_path(name)
-        if self.file_io.is_dir(path):
-            if exist_ok:
-                return
-            raise DatabaseAlreadyExistsError(f"database {name!r} already exists at {path}")
-        self.file_io.mkdirs(path)
-        if not self.file_io.is_dir(path):  # object stores have no empty directories
-            self.file_io.write_bytes(self.file_io.join(path, ".lakeformat-database"), b"")
+        check_name("database", name)
+        if exist_ok and self.metastore.database_exists(name):
+            return
+        try:
+            self.metastore.create_database(name)
+        except DatabaseAlreadyExistsError:
+            if not exist_ok:
+                raise
 
     def drop_database(self, name: str, ignore_missing: bool = False, cascade: bool = False) -> None:
-        path = self.database_path(name)
-        if not self.file_io.is_dir(path):
+        check_name("database", name)
+        if not self.metastore.database_exists(name):
             if ignore_missing:
                 return
-            raise DatabaseNotFoundError(f"database {name!r} does not exist")
+            raise DatabaseNotFoundError(f"database {name!r} does not exist in {self.warehouse}")
         tables = self.list_tables(name)
         if tables and not cascade:
             raise DatabaseNotEmptyError(
                 f"database {name!r} is not empty ({len(tables)} tables); use cascade=True")
-        self.file_io.delete_dir(path)
+        self.metastore.drop_database(name)
 
     # -- tables ------------------------------------------------------------------------------------
     def table_path(self, identifier: str | Identifier) -> str:
         ident = Identifier.parse(identifier)
-        return self.file_io.join(self.database_path(ident.database), ident.table)
+        return self.metastore.table_path(ident.database, ident.table)
 
     def list_tables(self, database: str) -> list[str]:
-        path = self.database_path(database)
-        if not self.file_io.is_dir(path):
-            raise DatabaseNotFoundError(f"database {database!r} does not exist")
-        out = []
-        for d in self.file_io.list_dirs(path):
-            if SchemaManager(self.file_io, d.rstrip("/")).schema_ids():
-                out.append(d.rstrip("/").rsplit("/", 1)[-1])
-        return sorted(out)
+        return self.metastore.list_tables(check_name("database", database))
 
     def table_exists(self, identifier: str | Identifier) -> bool:
-        return bool(SchemaManager(self.file_io, self.table_path(identifier)).schema_ids())
+        ident = Identifier.parse(identifier)
+        return self.metastore.table_exists(ident.database, ident.table)
 
     def get_table(self, identifier: str | Identifier) -> Table:
         ident = Identifier.parse(identifier)
-        path = self.table_path(ident)
-        if not SchemaManager(self.file_io, path).schema_ids():
-            if not self.file_io.is_dir(self.database_path(ident.database)):
-                raise DatabaseNotFoundError(f"database {ident.database!r} does not exist")
+        if not self.metastore.table_exists(ident.database, ident.table):
+            if not self.metastore.database_exists(ident.database):
+                raise DatabaseNotFoundError(
+                    f"database {ident.database!r} does not exist in {self.warehouse}")
             raise TableNotFoundError(f"table {ident} does not exist")
-        return Table(str(ident), path, self.file_io)
+        return Table(str(ident), self.table_path(ident), self.file_io, self.table_locks(ident))
 
     def create_table(self, identifier: str | Identifier, schema: pa.Schema | list[DataField],
                      primary_keys: list[str] | None = None,
@@ -152,7 +202,8 @@ class Catalog:
         """
         ident = Identifier.parse(identifier)
         if not self.database_exists(ident.database):
-            raise DatabaseNotFoundError(f"database {ident.database!r} does not exist")
+            raise DatabaseNotFoundError(
+                f"database {ident.database!r} does not exist in {self.warehouse}")
         if self.table_exists(ident):
             if exist_ok:
                 return self.get_table(ident)
@@ -170,7 +221,11 @@ class Catalog:
         table_schema = new_schema(0, fields, list(partition_keys or []), list(primary_keys),
                                   opts, comment)
         validate_table_schema(table_schema)
-        SchemaManager(self.file_io, self.table_path(ident)).create(table_schema)
+        file_io = self.table_locks(ident).guarded(self.file_io)
+        path = self.table_path(ident)
+        self.metastore.create_table(
+            ident.database, ident.table,
+            lambda: SchemaManager(file_io, path).create(table_schema))
         return self.get_table(ident)
 
     def drop_table(self, identifier: str | Identifier, ignore_missing: bool = False) -> None:
@@ -179,5 +234,4 @@ class Catalog:
             if ignore_missing:
                 return
             raise TableNotFoundError(f"table {ident} does not exist")
-        self.file_io.delete_dir(self.table_path(ident))
-
+        self.metastore.drop_table(ident.database, ident.table)

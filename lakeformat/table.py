@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from numbers import Integral
 from typing import Any
 
@@ -15,6 +16,7 @@ from lakeformat.errors import (
     TableNotFoundError,
     TagNotFoundError,
 )
+from lakeformat.lock.table_locks import NO_LOCKS, TableLocks
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
@@ -55,12 +57,20 @@ def _positive_int(table: str, arg: str, value: Any) -> None:
 
 
 class Table:
-    def __init__(self, name: str, path: str, file_io: FileIO):
+    """One table of a catalog (`Catalog.get_table`).
+
+    Its writes go through `locks.guarded(file_io)` (publishes under the commit lock when
+    `lock.enabled=true`); its maintenance verbs hold the table's maintenance lock for the whole
+    job, so two of them never run on one table at once (dry runs change nothing and take no
+    lock)."""
+
+    def __init__(self, name: str, path: str, file_io: FileIO, locks: TableLocks = NO_LOCKS):
         self.name = name
         self.path = path
-        self.file_io = file_io
-        self.schema_manager = SchemaManager(file_io, path)
-        self.snapshot_manager = SnapshotManager(file_io, path)
+        self.locks = locks
+        self.file_io = locks.guarded(file_io)
+        self.schema_manager = SchemaManager(self.file_io, path)  # alter publishes under it
+        self.snapshot_manager = SnapshotManager(self.file_io, path)
         self._schema = self._latest_schema()
 
     def __repr__(self) -> str:
@@ -265,19 +275,33 @@ class Table:
         return schema
 
     # -- maintenance -----------------------------------------------------------------------------
+    @contextmanager
+    def _maintaining(self, purpose: str, dry_run: bool) -> Iterator[FileIO]:
+        """The FileIO of a maintenance job: fenced by the table's maintenance lease for the
+        whole job (`LockTimeoutError` naming the holder when another job keeps it)."""
+        if dry_run:
+            yield self.file_io
+            return
+        with self.locks.maintaining(self.file_io, f"{purpose} {self.name}") as file_io:
+            yield file_io
+
     def expire_snapshots(self, retain_min: int | None = None, retain_max: int | None = None,
                          older_than: OlderThan = None, max_deletes: int | None = None,
                          dry_run: bool = False) -> MaintenanceResult:
         """Expire old snapshots as Paimon does (defaults from `snapshot.num-retained.min`,
         `snapshot.num-retained.max`, `snapshot.time-retained`, `snapshot.expire.limit`)."""
-        return expire_snapshots(self.file_io, self.path, self.refresh()._schema, self.name,
-                                retain_min, retain_max, older_than, max_deletes, dry_run)
+        schema = self.refresh()._schema
+        with self._maintaining("expire_snapshots", dry_run) as file_io:
+            return expire_snapshots(file_io, self.path, schema, self.name, retain_min,
+                                    retain_max, older_than, max_deletes, dry_run)
 
     def clean_schemas(self, retain_min: int | None = None, older_than: OlderThan = None,
                       dry_run: bool = False) -> MaintenanceResult:
         """Delete schema files nothing can need any more (Paimon keeps them forever)."""
-        return clean_schemas(self.file_io, self.path, self.refresh()._schema, self.name,
-                             retain_min, older_than, dry_run)
+        schema = self.refresh()._schema
+        with self._maintaining("clean_schemas", dry_run) as file_io:
+            return clean_schemas(file_io, self.path, schema, self.name, retain_min, older_than,
+                                 dry_run)
 
     def remove_orphan_files(self, older_than: OlderThan = None, dry_run: bool = False,
                             enforce_retention_duration: bool = True) -> MaintenanceResult:
@@ -287,15 +311,19 @@ class Table:
         its snapshot does; `enforce_retention_duration=False` lifts that rail (any past cut-off,
         "0 s" too) for on-call cleanup after a crash, when no writer is running.
         """
-        return remove_orphan_files(self.file_io, self.path, self.refresh()._schema, self.name,
-                                   older_than, dry_run, enforce_retention_duration)
+        schema = self.refresh()._schema
+        with self._maintaining("remove_orphan_files", dry_run) as file_io:
+            return remove_orphan_files(file_io, self.path, schema, self.name, older_than,
+                                       dry_run, enforce_retention_duration)
 
     def expire_partitions(self, expiration_time: OlderThan = None, dry_run: bool = False
                           ) -> MaintenanceResult:
         """Drop partitions whose time (from their values) is older than
         `partition.expiration-time`, as one OVERWRITE commit."""
-        return expire_partitions(self.file_io, self.path, self.refresh()._schema, self.name,
-                                 expiration_time, dry_run)
+        schema = self.refresh()._schema
+        with self._maintaining("expire_partitions", dry_run) as file_io:
+            return expire_partitions(file_io, self.path, schema, self.name, expiration_time,
+                                     dry_run)
 
     def create_tag(self, name: str, snapshot_id: int | None = None,
                    time_retained: OlderThan = None) -> TagInfo:
@@ -304,8 +332,9 @@ class Table:
 
     def delete_tag(self, name: str, dry_run: bool = False) -> MaintenanceResult:
         """Delete a tag and the files only it still held."""
-        return delete_tag(self.file_io, self.path, self.refresh()._schema, self.name, name,
-                          dry_run)
+        schema = self.refresh()._schema
+        with self._maintaining("delete_tag", dry_run) as file_io:
+            return delete_tag(file_io, self.path, schema, self.name, name, dry_run)
 
     def list_tags(self) -> list[TagInfo]:
         """Every tag, ordered by tagged snapshot id then name."""
@@ -314,7 +343,8 @@ class Table:
     def rollback_to(self, target: int | str) -> MaintenanceResult:
         """Make a snapshot id (int) or tag (str) the latest: later snapshots and tags are
         deleted; files only they used become orphans (`remove_orphan_files`)."""
-        return rollback_to(self.file_io, self.path, self.name, target)
+        with self._maintaining("rollback", False) as file_io:
+            return rollback_to(file_io, self.path, self.name, target)
     # -- compaction ----------------------------------------------------------------------------
     def compact(self, full: bool = True, partitions: Sequence[dict[str, Any]] | None = None,
                 where: Filter = None, partition_idle_time: Any = None,
@@ -338,10 +368,14 @@ class Table:
         _positive_int(self.name, "partitions_per_commit", partitions_per_commit)
         self.refresh()
         schema = self._schema
-        return CompactJob(
-            self.file_io, self.path, schema, self.name, full=full,
-            partition_filter=select_partitions(schema, partitions, where),
-            partition_idle_before=idle_before(partition_idle_time),
-            memory_budget=parse_budget(memory_budget), workers=workers,
-            partitions_per_commit=partitions_per_commit, progress=progress,
-            commit_user=commit_user, commit_identifier=commit_identifier, runner=runner).run()
+        partition_filter = select_partitions(schema, partitions, where)
+        idle = idle_before(partition_idle_time)
+        budget = parse_budget(memory_budget)
+        with self._maintaining("compact", False) as file_io:
+            return CompactJob(
+                file_io, self.path, schema, self.name, full=full,
+                partition_filter=partition_filter, partition_idle_before=idle,
+                memory_budget=budget, workers=workers,
+                partitions_per_commit=partitions_per_commit, progress=progress,
+                commit_user=commit_user, commit_identifier=commit_identifier,
+                runner=runner).run()

@@ -46,7 +46,7 @@ _log = logging.getLogger(__name__)
 def _iso(ms: int | None) -> str:
     if ms is None:
         return "unknown"
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,3 @@ class Metastore(ABC):
 
     @abstractmethod
     def _join(self, *parts: str) -> str: ...
-
-    def close(self) -> None:
-        """Release connections (a JDBC pool); the filesystem metastore holds none."""

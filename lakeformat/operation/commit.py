@@ -31,6 +31,7 @@ from lakeformat.errors import (
     CommitError,
     CommitFailedError,
     CommitStateUnknownError,
+    LockError,
 )
 from lakeformat.layout import TablePaths
 from lakeformat.meta.data_file_meta import (
@@ -351,6 +352,8 @@ class FileStoreCommit:
         path = self.snapshots.snapshot_path(snap.id)
         try:
             return self.file_io.write_if_absent(path, snap.to_json().encode())
+        except LockError:
+            raise  # refused before any request was sent (lock not held): nothing landed
         except Exception as error:
             return self._read_back(snap, path, error)
 

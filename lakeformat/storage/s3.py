@@ -22,7 +22,7 @@ import pyarrow as pa
 from lakeformat.errors import InvalidOptionError, UnsupportedError, shown_value
 from lakeformat.storage.fileio import S3_SCHEMES, FileIO, FileStatus, StorageError, split_scheme
 
-__all__ = ["S3FileIO", "split_s3_path"]
+__all__ = ["S3FileIO", "S3_OPTIONS", "split_s3_path"]
 
 _log = logging.getLogger(__name__)
 
@@ -43,6 +43,8 @@ _OPT_NAMES: dict[str, tuple[str, ...]] = {
     "attempts": ("s3.attempts.maximum",),
     "max_connections": ("s3.connection.maximum",),
 }
+#: every `s3.*` option S3FileIO reads (a catalog refuses other `s3.*` keys as typos)
+S3_OPTIONS: frozenset[str] = frozenset(k for names in _OPT_NAMES.values() for k in names)
 
 
 def split_s3_path(path: str) -> tuple[str, str, str]:

@@ -1,0 +1,252 @@
+"""Table locks on local disk (`lock.type=s3` semantics on a shared disk), with real processes:
+maintenance jobs one at a time, a holder named on timeout, fencing of a paused holder,
+takeover after a killed holder's lease, the commit lock around concurrent writers, and bad
+input refused without touching the table."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import lakeformat as lf
+from lakeformat.lock.guard import GuardedFileIO
+from lakeformat.storage import LocalFileIO
+
+ROOT = Path(__file__).resolve().parents[2]
+LEASE = {"lock.lease-duration": "2 s", "lock-check-max-sleep": "200 ms"}
+
+
+@pytest.fixture(params=["local", "s3"])
+def where(request, tmp_path) -> tuple[str, dict[str, str]]:
+    """(warehouse, catalog options with a 2 s lease) on local disk and on the moto S3 server."""
+    if request.param == "local":
+        return str(tmp_path / "wh"), dict(LEASE)
+    uri, options = request.getfixturevalue("s3_warehouse")
+    return uri, {**options, **LEASE}
+
+
+def make_table(wh: str, options: dict[str, str] | None = None, commits: int = 4) -> lf.Table:
+    cat = lf.Catalog(wh, options=options)
+    cat.create_database("db", exist_ok=True)
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64()), ("v", pa.int64())]),
+                         primary_keys=["id"], options={"bucket": "2"})
+    for i in range(commits):
+        t.write(pa.table({"id": [i, 100 + i], "v": [i, i]}))
+    return t
+
+
+class Child:
+    """A job of `tests.support.lock_jobs` in its own process, its events read line by line."""
+
+    def __init__(self, job: str, wh: str, options: dict[str, str], arg: str = ""):
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.lock_jobs", job, wh, json.dumps(options), arg],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        self.events: list[dict[str, Any]] = []
+
+    def wait_for(self, event: str, timeout: float = 60) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"child ended before {event!r}: {self.proc.stderr.read()}")
+            self.events.append(json.loads(line))
+            if self.events[-1]["event"] == event:
+                return self.events[-1]
+        raise AssertionError(f"no {event!r} within {timeout} s")
+
+    def finish(self, timeout: float = 120) -> dict[str, Any]:
+        out, err = self.proc.communicate(timeout=timeout)
+        self.events += [json.loads(line) for line in out.splitlines() if line.strip()]
+        last = self.events[-1] if self.events else {}
+        assert last.get("event") in ("done", "error"), f"child failed: {err}"
+        return last
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def rows(t: lf.Table) -> list[dict[str, Any]]:
+    return sorted(t.read().to_pylist(), key=lambda r: r["id"])
+
+
+def test_maintenance_jobs_started_together_run_one_after_another(where, capsys):
+    wh, base = where
+    t = make_table(wh, base, commits=6)
+    before = rows(t)
+    jobs = [Child(job, wh, base) for job in ("expire", "compact", "expire", "orphans")]
+    results = [c.finish() for c in jobs]
+    assert [r["event"] for r in results] == ["done"] * 4, results
+    spans = []
+    for name, c in zip(("expire", "compact", "expire", "orphans"), jobs):
+        got = {e["event"]: e["t"] for e in c.events if e["event"] in ("acquired", "releasing")}
+        spans.append((got["acquired"], got["releasing"], name))
+    spans.sort()
+    t0 = spans[0][0]
+    with capsys.disabled():
+        print("\nmaintenance timeline (s from first acquisition):")
+        for start, end, name in spans:
+            print(f"  {name:8s} held {start - t0:6.3f} .. {end - t0:6.3f}")
+    for (_, end, _), (start, _, _) in zip(spans, spans[1:]):
+        assert end <= start, f"two maintenance jobs held the lock at once: {spans}"
+    assert rows(t.refresh()) == before  # nothing live deleted, nothing lost
+    assert all(s.id >= t.snapshots()[0].id for s in t.snapshots())
+
+
+def test_timeout_names_the_holder(where):
+    wh, base = where
+    t = make_table(wh, base, commits=2)
+    holder = Child("hold", wh, base, "30")
+    try:
+        holder.wait_for("holding")
+        mine = lf.Catalog(wh, options={**base, "lock-acquire-timeout": "1 s"}).get_table("db.t")
+        snaps = [s.id for s in t.snapshots()]
+        with pytest.raises(lf.LockTimeoutError) as err:
+            mine.expire_snapshots(retain_min=1, older_than="0 s")
+        msg = str(err.value)
+        assert "maintenance of table db.t" in msg and "held by hold (owner " in msg
+        assert f"pid {holder.proc.pid}" in msg and "since 20" in msg and "host " in msg
+        assert err.value.holder.pid == holder.proc.pid
+        assert [s.id for s in t.snapshots()] == snaps  # nothing expired
+        assert isinstance(err.value, lf.RETRYABLE_ERRORS)
+    finally:
+        holder.kill()
+
+
+def test_paused_holder_loses_its_lease_and_commits_nothing(where):
+    """A compaction paused (SIGSTOP) past its lease: another job takes the lock over; when the
+    compaction wakes up it stops with LockLostError instead of committing."""
+    wh, base = where
+    t = make_table(wh, base, commits=4)
+    before_rows, before_last = rows(t), t.latest_snapshot().id
+    child = Child("compact-hang", wh, base, "0.5")
+    try:
+        child.wait_for("executed")
+        os.kill(child.proc.pid, signal.SIGSTOP)
+        time.sleep(3)  # > the 2 s lease
+        other = lf.Catalog(wh, options={**base, "lock-acquire-timeout": "10 s"}).get_table("db.t")
+        other.expire_snapshots(retain_min=10)  # takes the expired lease over, then releases
+        os.kill(child.proc.pid, signal.SIGCONT)
+        result = child.finish()
+    finally:
+        child.kill()
+    assert result["event"] == "error" and result["type"] == "LockLostError", result
+    t.refresh()
+    assert t.latest_snapshot().id == before_last
+    assert all(s.commit_kind != "COMPACT" for s in t.snapshots())
+    assert rows(t) == before_rows
+
+
+def test_killed_holder_is_taken_over_after_its_lease(where, capsys):
+    wh, base = where
+    t = make_table(wh, base, commits=4)
+    before_rows, before_last = rows(t), t.latest_snapshot().id
+    child = Child("compact-hang", wh, base, "60")
+    try:
+        child.wait_for("executed")
+        child.proc.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        child.proc.wait()
+        mine = lf.Catalog(wh, options={**base, "lock-acquire-timeout": "20 s"}).get_table("db.t")
+        assert rows(mine) == before_rows and mine.latest_snapshot().id == before_last
+        result = mine.compact(full=True)
+        took = time.monotonic() - killed
+    finally:
+        child.kill()
+    with capsys.disabled():
+        print(f"\ntakeover after kill -9: {took:.2f} s (lease 2 s)")
+    assert 0.5 < took < 10
+    assert result.snapshot_ids and rows(mine) == before_rows
+    data_files = {f.path for f in mine.file_io.list_recursive(mine.path) if "bucket-" in f.path}
+    live = {f["path"] for f in mine.files()}
+    assert data_files - live  # the killed compaction's files (and the replaced ones) remain
+    mine.expire_snapshots(retain_min=1, older_than="0 s")
+    mine.remove_orphan_files(older_than="0 s", enforce_retention_duration=False)
+    left = {f.path for f in mine.file_io.list_recursive(mine.path) if "bucket-" in f.path}
+    assert left == {f["path"] for f in mine.files()}
+    assert rows(mine) == before_rows
+
+
+def test_commit_lock_around_concurrent_writers(where):
+    wh, base = where
+    opts = {**base, "lock.enabled": "true"}
+    t = make_table(wh, opts, commits=0)
+    assert isinstance(t.file_io, GuardedFileIO) and t.locks.commit is not None
+    writers = [Child("write", wh, opts, f"{1000 * (w + 1)},8") for w in range(3)]
+    results = [c.finish() for c in writers]
+    assert [r["event"] for r in results] == ["done"] * 3, results
+    t.refresh()
+    ids = [s.id for s in t.snapshots()]
+    assert ids == list(range(1, 25))
+    want = sorted(1000 * (w + 1) + i for w in range(3) for i in range(8))
+    assert [r["id"] for r in rows(t)] == want
+    for sid in ids:  # every snapshot readable
+        t.read(snapshot_id=sid)
+
+
+def test_a_held_commit_lock_keeps_writes_from_publishing(where):
+    wh, base = where
+    opts = {**base, "lock.enabled": "true"}
+    t = make_table(wh, opts, commits=1)
+    holder = Child("hold-commit", wh, opts, "30")
+    try:
+        holder.wait_for("holding")
+        mine = lf.Catalog(wh, options={**opts, "lock-acquire-timeout": "1 s"}).get_table("db.t")
+        with pytest.raises(lf.LockTimeoutError, match="commit of table db.t"):
+            mine.write(pa.table({"id": [7], "v": [7]}))
+        assert [s.id for s in mine.snapshots()] == [1]
+        with pytest.raises(lf.LockTimeoutError, match="commit of table db.t"):
+            mine.alter(lf.SchemaChange.set_option("snapshot.num-retained.min", "3"))
+        assert [s.id for s in mine.schemas()] == [0]
+    finally:
+        holder.kill()
+    t.write(pa.table({"id": [7], "v": [7]}))  # waits out the killed holder's lease
+    assert [s.id for s in t.snapshots()] == [1, 2]
+
+
+def test_bad_lock_input_is_refused_and_leaves_the_table_alone(tmp_path):
+    wh = str(tmp_path / "wh")
+    t = make_table(wh, commits=3)
+    with pytest.raises(lf.UnsupportedError, match="'lock.type' = 'zookeeper'"):
+        lf.Catalog(wh, options={"lock.type": "zookeeper"})
+    with pytest.raises(lf.UnsupportedError, match="'metastore' = 'hive'"):
+        lf.Catalog(wh, options={"metastore": "hive"})
+    with pytest.raises(lf.InvalidOptionError, match="needs catalog option 'uri'"):
+        lf.Catalog(wh, options={"lock.type": "jdbc"})
+    with pytest.raises(lf.InvalidOptionError, match="did you mean 'lock.enabled'"):
+        lf.Catalog(wh, options={"lock.enable": "true"})
+    with pytest.raises(lf.InvalidOptionError, match="lock.enabled"):
+        lf.Catalog(wh, options={"lock.enabled": "yes please"})
+    lease = Path(wh) / ".lakeformat" / "locks" / "db" / "t" / "maintenance.lease"
+    lease.parent.mkdir(parents=True, exist_ok=True)
+    lease.write_bytes(b"\x00 not json")
+    files = {f.path for f in t.file_io.list_recursive(t.path)}
+    snaps = [s.id for s in t.snapshots()]
+    for verb in (lambda: t.compact(), lambda: t.expire_snapshots(retain_min=1, older_than="0 s"),
+                 lambda: t.remove_orphan_files(older_than="0 s",
+                                               enforce_retention_duration=False)):
+        with pytest.raises(lf.CorruptFileError, match="not a lakeformat lease"):
+            verb()
+    assert {f.path for f in t.file_io.list_recursive(t.path)} == files
+    assert [s.id for s in t.snapshots()] == snaps
+    assert lease.read_bytes() == b"\x00 not json"  # left for a person to look at
+
+
+def test_guard_does_not_travel_to_tasks(tmp_path):
+    t = make_table(str(tmp_path / "wh"), {"lock.enabled": "true"}, commits=1)
+    plain = pickle.loads(pickle.dumps(t.file_io))
+    assert type(plain) is LocalFileIO

@@ -1,0 +1,102 @@
+"""Maintenance and write jobs run in child processes by the lock tests.
+
+`python -m tests.support.lock_jobs JOB WAREHOUSE OPTIONS_JSON [ARG]` opens table `db.t` of the
+catalog and runs JOB; it prints one JSON line per event on stdout:
+`{"event": "acquired"|"releasing", "t": epoch s, "purpose": ...}` from the maintenance lock's
+log, `{"event": "executed"}` when a compaction's files are written but not yet committed
+(`compact-hang` then sleeps, for the test to kill or pause it), and last
+`{"event": "done", "result": {...}}` or `{"event": "error", "type": ..., "message": ...}`.
+
+Jobs: `compact`, `compact-hang` (sleeps ARG seconds between writing its files and
+committing), `expire`, `orphans`, `write` (ARG = "first,count": one commit per id), `hold`
+(holds the maintenance lock ARG seconds), `hold-commit` (the commit lock).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+import lakeformat as lf
+from lakeformat.operation.runner import ThreadRunner
+
+
+def emit(event: str, **fields: Any) -> None:
+    print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
+
+
+class _LockEvents(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        kind = msg.split(" ", 1)[0]
+        if kind in ("acquired", "releasing"):
+            print(json.dumps({"event": kind, "t": record.created, "message": msg}), flush=True)
+
+
+class HangingRunner(ThreadRunner):
+    """Runs the units, says so, then sleeps before the job may commit."""
+
+    def __init__(self, seconds: float):
+        super().__init__(1)
+        self.seconds = seconds
+
+    def map(self, fn: Callable[[Any], Any], units: Sequence[Any]) -> list[Any]:
+        out = super().map(fn, units)
+        emit("executed", units=len(units))
+        time.sleep(self.seconds)
+        return out
+
+
+def run(job: str, table: lf.Table, arg: str) -> Any:
+    if job == "compact":
+        return table.compact(full=True).to_dict()
+    if job == "compact-hang":
+        return table.compact(full=True, runner=HangingRunner(float(arg))).to_dict()
+    if job == "expire":
+        return table.expire_snapshots(retain_min=1, older_than="0 s").to_dict()
+    if job == "orphans":
+        return table.remove_orphan_files(older_than="0 s", enforce_retention_duration=False
+                                         ).to_dict()
+    if job == "hold":
+        with table.locks.maintaining(table.file_io, "hold"):
+            emit("holding")
+            time.sleep(float(arg))
+        return {}
+    if job == "hold-commit":
+        with table.locks.commit.acquire("hold-commit"):
+            emit("holding")
+            time.sleep(float(arg))
+        return {}
+    if job == "write":
+        first, count = (int(x) for x in arg.split(","))
+        ids = []
+        for i in range(first, first + count):
+            r = table.write(pa.table({"id": [i], "v": [i]}), commit_user="w",
+                            commit_identifier=i)
+            ids.append(r.snapshot_id)
+        return {"snapshot_ids": ids}
+    raise SystemExit(f"unknown job {job!r}")
+
+
+def main(argv: list[str]) -> None:
+    job, warehouse, options = argv[0], argv[1], json.loads(argv[2])
+    arg = argv[3] if len(argv) > 3 else ""
+    handler = _LockEvents()
+    logger = logging.getLogger("lakeformat.lock")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        table = lf.Catalog(warehouse, options=options).get_table("db.t")
+        emit("done", result=run(job, table, arg))
+    except lf.LakeformatError as e:
+        emit("error", type=type(e).__name__, message=str(e))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

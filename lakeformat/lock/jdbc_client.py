@@ -134,6 +134,18 @@ def _connect_args(dialect: str, uri: str, properties: Mapping[str, str]) -> dict
     return args
 
 
+def _positive(options: Mapping[str, str], key: str, default: int) -> int:
+    raw = options.get(key, default)
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        value = 0
+    if value <= 0:
+        raise InvalidOptionError(f"option {key!r} must be a positive integer, "
+                                 f"got {shown_value(key, raw)}")
+    return value
+
+
 class JdbcClient:
     """A pool of connections to one JDBC catalog database (Paimon's `JdbcClientPool`).
 
@@ -179,18 +191,14 @@ class JdbcClient:
 
     @staticmethod
     def from_options(options: Mapping[str, str]) -> JdbcClient:
-        """From catalog options: `uri`, `jdbc.*` driver properties, `lock-key-max-length`."""
+        """From catalog options: `uri`, `jdbc.*` driver properties, `lock-key-max-length`
+        (255) and `client-pool-size` (2), as Paimon's `JdbcCatalog` reads them."""
         props = {k[len(PROPERTY_PREFIX):]: str(v) for k, v in options.items()
                  if k.startswith(PROPERTY_PREFIX)}
-        raw = options.get("lock-key-max-length", _DEFAULT_LOCK_KEY_MAX_LENGTH)
-        try:
-            key_len = int(raw)
-        except (TypeError, ValueError):
-            key_len = 0
-        if key_len <= 0:
-            raise InvalidOptionError("option 'lock-key-max-length' must be a positive integer, "
-                                     f"got {shown_value('lock-key-max-length', raw)}")
-        return JdbcClient(str(options.get("uri") or ""), props, lock_key_max_length=key_len)
+        return JdbcClient(str(options.get("uri") or ""), props,
+                          lock_key_max_length=_positive(options, "lock-key-max-length",
+                                                        _DEFAULT_LOCK_KEY_MAX_LENGTH),
+                          pool_size=_positive(options, "client-pool-size", 2))
 
     def __repr__(self) -> str:
         return f"JdbcClient({self.url!r})"

@@ -253,6 +253,9 @@ def test_bad_options_are_refused_by_name(tmp_path):
     with pytest.raises(InvalidOptionError, match="'lock-key-max-length'"):
         JdbcClient.from_options({"uri": f"jdbc:sqlite:{tmp_path}/c.db",
                                  "lock-key-max-length": "many"})
+    with pytest.raises(InvalidOptionError, match="'client-pool-size'"):
+        JdbcClient.from_options({"uri": f"jdbc:sqlite:{tmp_path}/c.db",
+                                 "client-pool-size": "0"})
 
 
 def test_the_client_never_shows_its_password(postgres_server):
@@ -269,3 +272,41 @@ def test_import_lakeformat_does_not_load_sqlalchemy():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, check=True)
     assert done.stdout.strip() == "False False"
+
+
+# -- through the public API: lf.Catalog(..., options={"metastore": "jdbc", "uri": ...}) ------
+def _catalog(warehouse: str, uri: str, **more: str):
+    import lakeformat as lf
+
+    return lf.Catalog(warehouse, options={"metastore": "jdbc", "uri": uri, **more})
+
+
+def test_a_jdbc_catalog_creates_writes_and_finds_its_tables(jdbc_uri, warehouse):
+    rows = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]})
+    with _catalog(warehouse, jdbc_uri) as cat:
+        cat.create_database("db")
+        t = cat.create_table("db.orders", schema=rows.schema, primary_keys=["id"],
+                             options={"bucket": "1"})
+        t.write(rows)
+        t.write(pa.table({"id": pa.array([2], pa.int64()), "v": ["B"]}))
+        client = cat.metastore.client
+        assert client.query("SELECT catalog_key, database_name, table_name "
+                            "FROM paimon_tables") == [("jdbc", "db", "orders")]
+    with _catalog(warehouse, jdbc_uri) as again:  # a new catalog object, by name
+        assert again.list_databases() == ["db"] and again.list_tables("db") == ["orders"]
+        got = again.get_table("db.orders").read().sort_by("id")
+        assert got.column("v").to_pylist() == ["a", "B", "c"]
+        assert again.table_path("db.orders") == f"{warehouse}/db.db/orders"
+        again.drop_table("db.orders")
+        assert again.list_tables("db") == []
+        again.drop_database("db")
+        assert again.list_databases() == []
+
+
+def test_a_jdbc_catalog_with_another_catalog_key_sees_nothing(jdbc_uri, warehouse):
+    with _catalog(warehouse, jdbc_uri, **{"catalog-key": "prod"}) as prod:
+        prod.create_database("db")
+    with _catalog(warehouse, jdbc_uri) as default_key:
+        assert default_key.list_databases() == []
+    with _catalog(warehouse, jdbc_uri, **{"catalog-key": "prod"}) as prod:
+        assert prod.list_databases() == ["db"]

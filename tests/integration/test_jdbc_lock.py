@@ -241,3 +241,51 @@ def test_a_holder_killed_with_sigkill_frees_the_lock_after_its_lease(jdbc_uri):
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+# -- through the public API: a catalog with lock.enabled=true on a JDBC catalog --------------
+def _locked_catalog(warehouse: str, uri: str):
+    import lakeformat as lf
+
+    return lf.Catalog(warehouse, options={"metastore": "jdbc", "uri": uri,
+                                          "lock.enabled": "true", "lock-acquire-timeout": "1 s",
+                                          "lock-check-max-sleep": "100 ms"})
+
+
+def test_a_java_commit_lock_stops_our_commit_until_it_is_released(jdbc_uri, tmp_path):
+    import pyarrow as pa
+
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"]})
+    with _locked_catalog(str(tmp_path / "wh"), jdbc_uri) as cat:
+        cat.create_database("db")
+        t = cat.create_table("db.t", schema=rows.schema, primary_keys=["id"],
+                             options={"bucket": "1"})
+        t.write(rows)
+        client = cat._jdbc_client()
+        assert _rows(client) == []  # every commit gave its lock back
+        _insert_java_row(client)  # a Java writer holds `jdbc.db.t` for its commit
+        with pytest.raises(LockTimeoutError, match="not a lakeformat job"):
+            t.write(pa.table({"id": pa.array([3], pa.int64()), "v": ["c"]}))
+        assert len(t.snapshots()) == 1 and t.read().num_rows == 2  # nothing committed
+        client.execute("DELETE FROM paimon_distributed_locks")  # the Java commit is done
+        t.write(pa.table({"id": pa.array([3], pa.int64()), "v": ["c"]}))
+        assert len(t.snapshots()) == 2 and t.read().num_rows == 3
+        assert _rows(client) == []
+
+
+def test_a_maintenance_job_waits_for_the_maintenance_lock_and_names_its_holder(jdbc_uri,
+                                                                              tmp_path):
+    import pyarrow as pa
+
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"]})
+    with _locked_catalog(str(tmp_path / "wh"), jdbc_uri) as cat:
+        cat.create_database("db")
+        t = cat.create_table("db.t", schema=rows.schema, primary_keys=["id"],
+                             options={"bucket": "1"})
+        t.write(rows)
+        t.write(rows)
+        with cat.table_locks("db.t").maintenance.acquire("expire_snapshots"):
+            with pytest.raises(LockTimeoutError, match=f"expire_snapshots .*pid {os.getpid()}"):
+                t.compact(full=True)
+        assert t.compact(full=True) is not None  # free again
+        assert _rows(cat._jdbc_client()) == []

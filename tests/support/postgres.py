@@ -194,13 +194,16 @@ def postgres_server() -> Iterator[PostgresServer]:
     global _shared, _users
     if _shared is None:
         server: PostgresServer | None = None
+        failure = ""
         try:
             server = PostgresServer()
             server.start()
         except PostgresStartError as e:
+            failure = str(e)
+        if failure or server is None:
             if server is not None:
                 server.stop()
-            pytest.fail(f"cannot start the test PostgreSQL server: {e}", pytrace=False)
+            pytest.fail(f"cannot start the test PostgreSQL server: {failure}", pytrace=False)
         _shared = server
     _users += 1
     try:

@@ -6,7 +6,7 @@ VENV := .venv
 INTEROP_VENV := .venv-interop
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: demo test test-main test-interop bench lint clean venv
+.PHONY: demo test test-main test-interop bench lint clean venv postgresql
 
 venv: $(VENV)/.installed
 
@@ -27,9 +27,21 @@ $(INTEROP_VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(VENV)/bin/python -m lakeformat.demo
 
-test: test-main test-interop
+# The JDBC catalog tests start a real PostgreSQL server from Debian's postgresql package:
+# installed here when no initdb is found (apt is not called when it is there).
+PG_INITDB_GLOB ?= /usr/lib/postgresql/*/bin/initdb
+postgresql:
+	@if ls $(PG_INITDB_GLOB) >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; then :; \
+	else \
+	  echo "installing Debian's postgresql package (the JDBC catalog tests run a server)"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
+	fi
 
-test-main: $(VENV)/.installed
+test: postgresql test-main test-interop
+
+test-main: $(VENV)/.installed postgresql
 	$(VENV)/bin/python -m pytest tests --ignore=tests/interop -q
 
 test-interop: $(INTEROP_VENV)/.installed

@@ -89,6 +89,7 @@ def test_writers_compaction_and_expiry_under_faults_lose_nothing(s3_server, s3_w
               f"{dict(faults)}; S3 request retries {s3_retries}, writes retried whole "
               f"{job_retries}, of which already landed "
               f"{sum(o['already_committed'] for o in outcomes[:WRITERS])}; compactions "
-              f"{outcomes[WRITERS]}, expiries {outcomes[WRITERS + 1]}; snapshots {ids[0]}..{ids[-1]}")
+              f"{outcomes[WRITERS]}, expiries {outcomes[WRITERS + 1]}; "
+              f"snapshots {ids[0]}..{ids[-1]}")
     assert sum(faults.values()) > 0.05 * requests
     assert outcomes[WRITERS]["runs"] > 0 and outcomes[WRITERS + 1]["runs"] > 0

@@ -29,7 +29,7 @@ SOURCE = Path(__file__).resolve().parents[2] / PACKAGE
 #: (layer name, module prefixes in it), top to bottom
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("entry points", ("lakeformat", "lakeformat.cli", "lakeformat.demo", "lakeformat.spark")),
-    ("catalog", ("lakeformat.catalog",)),
+    ("catalog", ("lakeformat.catalog", "lakeformat.metastore")),
     ("table", ("lakeformat.table",)),
     ("operation", ("lakeformat.operation",)),
     ("meta, data, merge", ("lakeformat.meta", "lakeformat.data", "lakeformat.merge",

@@ -29,6 +29,7 @@ from lakeformat.errors import (
     InvalidFilterError,
     InvalidIdentifierError,
     InvalidOptionError,
+    JdbcConnectionError,
     LakeformatError,
     LockError,
     LockLostError,
@@ -96,4 +97,5 @@ __all__ = [
     "TagAlreadyExistsError", "DatabaseNotEmptyError", "InvalidArgumentError",
     "ColumnNotFoundError", "CleanupAbortedError", "CommitError", "CommitStateUnknownError",
     "RETRYABLE_ERRORS", "LockError", "LockTimeoutError", "LockLostError",
+    "JdbcConnectionError",
 ]

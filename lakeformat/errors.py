@@ -145,6 +145,11 @@ class LockLostError(LockError):
     What it wrote but did not publish becomes orphan files; running the job again is safe."""
 
 
+class JdbcConnectionError(LakeformatError):
+    """The JDBC catalog's database cannot be reached (refused, timed out, bad credentials, a
+    SQLite file that cannot be opened). The message names the URL, never its password."""
+
+
 #: the earlier name of `CommitStateUnknownError`
 CommitOutcomeUnknownError = CommitStateUnknownError
 

@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl
 
 from lakeformat.errors import (
     InvalidOptionError,
-    LakeformatError,
+    JdbcConnectionError,
     UnsupportedError,
     shown_value,
 )
@@ -55,11 +55,6 @@ _MYSQL_PROPERTIES = {"user": "user", "password": "password", "connectTimeout": "
 _SQLITE_PROPERTIES = {"busy_timeout": "timeout"}
 # PyMySQL's error codes of a server that cannot be reached or refuses the login
 _MYSQL_UNREACHABLE = {1040, 1044, 1045, 1049, 2002, 2003, 2005, 2006, 2013}
-
-
-class JdbcConnectionError(LakeformatError):
-    """The JDBC catalog's database cannot be reached (refused, timed out, bad credentials, a
-    SQLite file that cannot be opened). The message names the URL, never its password."""
 
 
 def mask_url(url: str) -> str:

@@ -23,7 +23,7 @@ weighted by ``kinds``, reproducible from ``seed``), and scripted faults queued w
 :meth:`FaultProxy.inject` that hit chosen requests (by method, path text, and how many matching
 requests to let through first). ``strip_conditional=True`` removes ``If-None-Match`` and
 ``If-Match`` from every forwarded request: a store that accepts conditional writes and ignores
-them.
+them (a list of header names strips only those).
 
 The proxy speaks HTTP/1.1 with keep-alive to the client, reads ``Content-Length`` and chunked
 request bodies, answers ``Expect: 100-continue``, and stops by itself after ``lifetime``
@@ -211,6 +211,7 @@ class _Handler(socketserver.StreamRequestHandler):
         """Answer (or not) one request; False when the connection must end."""
         proxy._count("requests")
         kind = proxy._choose(req)
+        proxy._record(req, kind)
         if kind in _ERRORS:
             proxy._fault(kind)
             status, reason, code, message = _ERRORS[kind]
@@ -250,7 +251,7 @@ class _Handler(socketserver.StreamRequestHandler):
             low = k.lower()
             if low in _HOP_BY_HOP or low == "content-length":
                 continue
-            if proxy.strip_conditional and low in _CONDITIONAL:
+            if low in proxy._stripped_headers():
                 proxy._count("stripped")
                 continue
             headers.append((k, v))
@@ -339,7 +340,8 @@ class FaultProxy:
     ``seed``: seed of the random draws (None: a random seed).
     ``latency``: (min, max) seconds of a ``latency`` fault.
     ``stall``: seconds a ``stall_body`` fault holds the connection before resetting it.
-    ``strip_conditional``: drop ``If-None-Match`` / ``If-Match`` from forwarded requests.
+    ``strip_conditional``: drop ``If-None-Match`` / ``If-Match`` from forwarded requests
+    (True), or only the headers named in a list such as ``["If-Match"]``.
     ``lifetime``: seconds after which the proxy stops by itself.
 
     ``rate``, ``kinds`` and ``strip_conditional`` may be changed while it runs.
@@ -347,7 +349,8 @@ class FaultProxy:
 
     def __init__(self, upstream: str, *, rate: float = 0.0, kinds: dict[str, float] | None = None,
                  seed: int | None = 0, latency: tuple[float, float] = (0.005, 0.05),
-                 stall: float = 2.0, strip_conditional: bool = False, host: str = "127.0.0.1",
+                 stall: float = 2.0, strip_conditional: bool | list[str] = False,
+                 host: str = "127.0.0.1",
                  lifetime: float = 900.0) -> None:
         parts = urlsplit(upstream)
         if parts.scheme != "http" or parts.hostname is None or parts.port is None:
@@ -365,6 +368,7 @@ class FaultProxy:
         self.strip_conditional = strip_conditional
         self.lifetime = lifetime
         self.stopped = False
+        self._log: list[tuple[str, str, str | None]] = []
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
@@ -476,10 +480,18 @@ class FaultProxy:
         """Client connections accepted (fewer than requests when keep-alive works)."""
         return self._counter("connections")
 
+    @property
+    def seen(self) -> list[tuple[str, str, str | None]]:
+        """Every request received, in order: (method, target, fault kind or None). The
+        oldest entries are dropped past 100,000."""
+        with self._lock:
+            return list(self._log)
+
     def reset_counters(self) -> None:
         with self._lock:
             self._counts.clear()
             self._faults.clear()
+            self._log.clear()
 
     def summary(self) -> str:
         """One line for a test's output: requests, faults by kind."""
@@ -495,6 +507,12 @@ class FaultProxy:
     def _count(self, name: str) -> None:
         with self._lock:
             self._counts[name] += 1
+
+    def _record(self, req: _Request, kind: str | None) -> None:
+        with self._lock:
+            self._log.append((req.method, req.target, kind))
+            if len(self._log) > 100_000:
+                del self._log[:10_000]
 
     def _fault(self, kind: str) -> None:
         with self._lock:
@@ -517,6 +535,14 @@ class FaultProxy:
             if not kinds:
                 return None
             return self._rng.choices(kinds, weights=[self.kinds[k] for k in kinds])[0]
+
+    def _stripped_headers(self) -> frozenset[str]:
+        strip = self.strip_conditional
+        if strip is True:
+            return frozenset(_CONDITIONAL)
+        if not strip:
+            return frozenset()
+        return frozenset(h.lower() for h in strip)
 
     def _draw_latency(self) -> float:
         with self._lock:

@@ -14,7 +14,8 @@ kind               what the client sees
                    without an answer: the ambiguous case (did my write land?)
 ``reset_body``     the answer's status line, headers and half its body, then a reset
 ``stall_body``     the answer's headers and half its body, then nothing for ``stall``
-                   seconds, then a reset (a client with a shorter read timeout times out)
+                   seconds, then the rest: a client whose read timeout is shorter times out,
+                   one with a longer timeout gets the whole answer late
 ``latency``        a delay drawn from ``latency`` seconds, then a normal answer
 =================  ===================================================================
 
@@ -216,8 +217,9 @@ class _Handler(socketserver.StreamRequestHandler):
             proxy._fault(kind)
             status, reason, code, message = _ERRORS[kind]
             body = b"" if req.method == "HEAD" else _error_xml(code, message, req.target)
-            self._answer(req, status, reason, [("Content-Type", "application/xml")], body,
-                         length=len(body))
+            self.wfile.write(self._encode(req, status, reason,
+                                          [("Content-Type", "application/xml")], body,
+                                          length=len(body)))
             return req.keep_alive
         if kind == "reset":
             proxy._fault(kind)
@@ -234,12 +236,18 @@ class _Handler(socketserver.StreamRequestHandler):
         length = self._length(req, status, headers, body)
         if kind in ("reset_body", "stall_body"):
             proxy._fault(kind)
-            self._answer_cut(req, status, reason, headers, body, length)
-            if kind == "stall_body":
-                time.sleep(proxy.stall)
-            self._reset()
+            whole = self._encode(req, status, reason, headers, body, length=length,
+                                 keep_alive=False)
+            # cut inside the body, or inside the head of an answer without one
+            cut = len(whole) - len(body) // 2 if len(body) >= 2 and req.method != "HEAD" \
+                else max(1, (len(whole) - len(body)) // 2)
+            self.wfile.write(whole[:cut])
+            if kind == "reset_body":
+                self._reset()  # raises: this connection ends here
+            time.sleep(proxy.stall)
+            self.wfile.write(whole[cut:])
             return False
-        self._answer(req, status, reason, headers, body, length=length)
+        self.wfile.write(self._encode(req, status, reason, headers, body, length=length))
         return req.keep_alive
 
     def _forward(self, proxy: FaultProxy,
@@ -296,8 +304,10 @@ class _Handler(socketserver.StreamRequestHandler):
             return None
         return len(body)
 
-    def _answer(self, req: _Request, status: int, reason: str, headers: list[tuple[str, str]],
-                body: bytes, *, length: int | None, keep_alive: bool = True) -> None:
+    @staticmethod
+    def _encode(req: _Request, status: int, reason: str, headers: list[tuple[str, str]],
+                body: bytes, *, length: int | None, keep_alive: bool = True) -> bytes:
+        """The bytes of an answer (no body after a HEAD)."""
         lines = [f"HTTP/1.1 {status} {reason}"]
         for k, v in headers:
             if k.lower() not in _HOP_BY_HOP and k.lower() != "content-length":
@@ -307,19 +317,7 @@ class _Handler(socketserver.StreamRequestHandler):
         lines.append("Connection: " + ("keep-alive" if keep_alive and req.keep_alive
                                        else "close"))
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        self.wfile.write(head + (b"" if req.method == "HEAD" else body))
-
-    def _answer_cut(self, req: _Request, status: int, reason: str,
-                    headers: list[tuple[str, str]], body: bytes, length: int | None) -> None:
-        """Half an answer: the head and half the body, or, for an answer without a body
-        (HEAD, an empty PUT reply), half the head, so the client always sees it cut."""
-        if req.method != "HEAD" and len(body) >= 2:
-            self._answer(req, status, reason, headers, body[: len(body) // 2], length=length,
-                         keep_alive=False)
-            return
-        lines = [f"HTTP/1.1 {status} {reason}"] + [f"{k}: {v}" for k, v in headers]
-        head = "\r\n".join(lines).encode("latin-1")
-        self.wfile.write(head[: max(1, len(head) // 2)])
+        return head + (b"" if req.method == "HEAD" else body)
 
     def _reset(self) -> None:
         """Close with RST (linger 0): the client gets 'connection reset', no answer."""
@@ -339,7 +337,7 @@ class FaultProxy:
     ``kinds``: weights of the random kinds (default :data:`DEFAULT_WEIGHTS`).
     ``seed``: seed of the random draws (None: a random seed).
     ``latency``: (min, max) seconds of a ``latency`` fault.
-    ``stall``: seconds a ``stall_body`` fault holds the connection before resetting it.
+    ``stall``: seconds a ``stall_body`` fault pauses in the middle of an answer.
     ``strip_conditional``: drop ``If-None-Match`` / ``If-Match`` from forwarded requests
     (True), or only the headers named in a list such as ``["If-Match"]``.
     ``lifetime``: seconds after which the proxy stops by itself.
@@ -383,8 +381,10 @@ class FaultProxy:
         """Listen on a free port of ``host``; returns :attr:`endpoint`."""
         if self._server is None:
             self.stopped = False
-            self._server = _Server(self)
-            self._thread = threading.Thread(target=self._server.serve_forever,
+            server = _Server(self)
+            with self._lock:
+                self._server = server
+            self._thread = threading.Thread(target=server.serve_forever,
                                             kwargs={"poll_interval": 0.1},
                                             name="fault-proxy", daemon=True)
             self._thread.start()
@@ -396,7 +396,8 @@ class FaultProxy:
     def stop(self) -> None:
         """Stop listening and end every connection's loop; safe to call twice."""
         self.stopped = True
-        server, self._server = self._server, None
+        with self._lock:
+            server = self._server
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.cancel()
         if server is not None:
@@ -404,6 +405,15 @@ class FaultProxy:
             server.server_close()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+        with self._lock:
+            if self._server is server:
+                self._server = None
+
+    @property
+    def running(self) -> bool:
+        """True from :meth:`start` until the listening socket is closed."""
+        with self._lock:
+            return self._server is not None
 
     def __enter__(self) -> FaultProxy:
         self.start()

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from lakeformat.storage import S3FileIO, get_file_io
+from lakeformat.storage import S3FileIO, StorageError, get_file_io
 from tests.support.fault_proxy import FaultProxy
 from tests.support.s3server import s3_options
 
@@ -136,3 +136,22 @@ def test_conditional_delete_under_a_lost_answer(
     assert io.delete_versioned(p, tag) is False
     assert not io.exists(p)
     assert proxy.faults == {"reset_after": 1}
+
+
+def test_conflicts_are_retried_then_reported_not_guessed(
+        s3_server: str, s3_bucket: str, proxy: FaultProxy) -> None:
+    """409 ConditionalRequestConflict: another conditional write to the key is in flight.
+    Retried a few times; if it persists the outcome is unknown, which is said, never guessed
+    as "lost" (a committer would skip an id nobody wrote)."""
+    io, root = _io(proxy.endpoint, s3_bucket)
+    io.conditional_writes(s3_bucket, "locks")
+    p = root + "/busy.lease"
+    proxy.inject("conflict", method="PUT", path_contains="busy.lease", count=2)
+    assert io.create_versioned(p, b"h")
+    assert io.retry_counts() == {"conflict": 2}
+    q = root + "/snapshot/snapshot-1"
+    proxy.inject("conflict", method="PUT", path_contains="snapshot-1", count=5)
+    with pytest.raises(StorageError, match="outcome unknown"):
+        io.write_if_absent(q, b"commit")
+    assert not io.exists(q)
+    assert io.retry_counts() == {"conflict": 6}

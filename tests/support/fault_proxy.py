@@ -9,6 +9,9 @@ kind               what the client sees
 ``slowdown``       503 with S3's ``SlowDown`` error body; moto never sees the request
 ``internal``       500 ``InternalError``; moto never sees the request
 ``bad_gateway``    502 ``BadGateway`` from a "load balancer"; moto never sees it
+``conflict``       409 ``ConditionalRequestConflict`` (S3's answer while another conditional
+                   write to the key is in flight); moto never sees it. Scripted use only:
+                   not in the default random mix
 ``reset``          the connection is reset (RST) before anything is forwarded
 ``reset_after``    the request IS forwarded and done by moto, then the connection is reset
                    without an answer: the ambiguous case (did my write land?)
@@ -50,8 +53,8 @@ from urllib.parse import urlsplit
 __all__ = ["FaultProxy", "FAULT_KINDS", "DEFAULT_WEIGHTS"]
 
 #: every kind of fault the proxy can inject
-FAULT_KINDS = ("slowdown", "internal", "bad_gateway", "reset", "reset_after", "reset_body",
-               "stall_body", "latency")
+FAULT_KINDS = ("slowdown", "internal", "bad_gateway", "conflict", "reset", "reset_after",
+               "reset_body", "stall_body", "latency")
 
 #: the random mix when ``kinds`` is not given: errors, all three resets, some latency
 DEFAULT_WEIGHTS: dict[str, float] = {
@@ -68,6 +71,8 @@ _ERRORS = {
     "internal": (500, "Internal Server Error", "InternalError",
                  "We encountered an internal error. Please try again."),
     "bad_gateway": (502, "Bad Gateway", "BadGateway", "The upstream did not answer in time."),
+    "conflict": (409, "Conflict", "ConditionalRequestConflict",
+                 "A conflicting conditional operation is in progress on this resource."),
 }
 
 

@@ -4,23 +4,49 @@ Spark here has no S3 file system (no hadoop-aws), so Spark tasks do their I/O th
 class: it is picklable (the boto3 client is dropped and rebuilt lazily) and thread-safe.
 Options use Paimon's names (``s3.endpoint``, ``s3.access-key`` ...); credentials fall back
 to the standard AWS chain (environment, profile, instance role).
+
+Beside this module: ``s3_common`` (keys, errors, options, the client), ``s3_retry``
+(retries and their counter), ``s3_conditional`` (conditional writes and the store probe).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import random
 import threading
-import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 
-from lakeformat.errors import InvalidOptionError, UnsupportedError, shown_value
-from lakeformat.storage.fileio import S3_SCHEMES, FileIO, FileStatus, StorageError, split_scheme
+from lakeformat.errors import UnsupportedError
+from lakeformat.storage.fileio import (
+    S3_SCHEMES,
+    FileIO,
+    FileStatus,
+    StorageError,
+    Versioned,
+    split_scheme,
+)
+from lakeformat.storage.s3_common import (
+    S3_OPTIONS,
+    S3Settings,
+    dir_prefix,
+    is_conflict,
+    is_not_found,
+    is_precondition_failed,
+    make_client,
+    parent_key,
+    uri,
+)
+from lakeformat.storage.s3_conditional import (
+    ProbeCache,
+    conditional_put,
+    etag_if_ours,
+    probe_store,
+    unsupported_store_error,
+)
+from lakeformat.storage.s3_retry import RetryCounter, RetryPolicy
 
 __all__ = ["S3FileIO", "S3_OPTIONS", "split_s3_path"]
 
@@ -28,23 +54,6 @@ _log = logging.getLogger(__name__)
 
 _DELETE_BATCH = 1000  # S3's hard limit of keys per DeleteObjects request
 _CONFLICT_RETRIES = 5  # 409 ConditionalRequestConflict: a concurrent conditional write
-_TOKEN_META = "lakeformat-write-token"  # user metadata proving which writer created a key
-
-# Each option may be spelled Paimon's way ("s3.access-key") or Hadoop's ("s3.access.key"),
-# since Paimon itself accepts both and users copy configs between the two.
-_OPT_NAMES: dict[str, tuple[str, ...]] = {
-    "endpoint": ("s3.endpoint",),
-    "access_key": ("s3.access-key", "s3.access.key"),
-    "secret_key": ("s3.secret-key", "s3.secret.key"),
-    "session_token": ("s3.session-token", "s3.session.token"),
-    "region": ("s3.region", "s3.endpoint.region"),
-    "path_style": ("s3.path-style-access", "s3.path.style.access"),
-    "ssl": ("s3.connection.ssl.enabled",),
-    "attempts": ("s3.attempts.maximum",),
-    "max_connections": ("s3.connection.maximum",),
-}
-#: every `s3.*` option S3FileIO reads (a catalog refuses other `s3.*` keys as typos)
-S3_OPTIONS: frozenset[str] = frozenset(k for names in _OPT_NAMES.values() for k in names)
 
 
 def split_s3_path(path: str) -> tuple[str, str, str]:
@@ -61,7 +70,7 @@ def split_s3_path(path: str) -> tuple[str, str, str]:
     return scheme, bucket, "/".join(seg for seg in key.split("/") if seg)
 
 
-def _file_key(path: str) -> tuple[str, str]:
+def file_key(path: str) -> tuple[str, str]:
     """(bucket, key) of a path that must name an object, not a bucket."""
     _, bucket, key = split_s3_path(path)
     if not key:
@@ -69,99 +78,25 @@ def _file_key(path: str) -> tuple[str, str]:
     return bucket, key
 
 
-def _uri(scheme: str, bucket: str, key: str) -> str:
-    """Inverse of :func:`split_s3_path`."""
-    return f"{scheme}://{bucket}/{key}" if key else f"{scheme}://{bucket}"
-
-
-def _dir_prefix(key: str) -> str:
-    """Listing prefix of a directory key: "" for the bucket root, else "key/"."""
-    return key + "/" if key else ""
-
-
-def _error_code(e: Exception) -> tuple[str, int | None]:
-    """(S3 error code, HTTP status) of a botocore ClientError; ("", None) for anything else."""
-    resp = getattr(e, "response", None)
-    if not isinstance(resp, dict):
-        return "", None
-    code = str(resp.get("Error", {}).get("Code", ""))
-    status = resp.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return code, status
-
-
-def _is_not_found(e: Exception) -> bool:
-    code, status = _error_code(e)
-    return status == 404 or code in ("NoSuchKey", "NotFound", "404", "NoSuchBucket")
-
-
-def _parse_bool(key: str, value: str) -> bool:
-    v = value.strip().lower()
-    if v in ("true", "1", "yes"):
-        return True
-    if v in ("false", "0", "no"):
-        return False
-    raise InvalidOptionError(f"option {key!r} must be 'true' or 'false', "
-                             f"got {shown_value(key, value)}")
-
-
-def _parse_int(key: str, value: str) -> int:
-    n = int(value) if value.strip().isdigit() else 0
-    if n <= 0:
-        raise InvalidOptionError(f"option {key!r} must be a positive integer, "
-                                 f"got {shown_value(key, value)}")
-    return n
-
-
 class S3FileIO(FileIO):
-    """One FileIO serves every bucket reachable with its options; the client is per instance."""
+    """One FileIO serves every bucket reachable with its options; the client is per instance.
+
+    Every request is retried on throttling, 5xx, resets and timeouts (``s3.attempts.maximum``
+    attempts, 10 by default); :attr:`retries` counts the retries made by this instance.
+    """
 
     def __init__(self, options: dict[str, str] | None = None) -> None:
         """Validate options now, so a typo fails at catalog creation rather than in a task."""
-        self._options: dict[str, str] = {
-            k: str(v) for k, v in (options or {}).items() if k.startswith("s3.")
-        }
-        self._endpoint = self._endpoint_url()
-        self._access_key = self._opt("access_key")
-        self._secret_key = self._opt("secret_key")
-        self._session_token = self._opt("session_token")
-        if (self._access_key is None) != (self._secret_key is None):
-            raise InvalidOptionError(
-                "options 's3.access-key' and 's3.secret-key' must be given together"
-            )
-        self._region = self._opt("region") or ("us-east-1" if self._endpoint else None)
-        ps = self._opt("path_style")
-        self._path_style: bool | None = (
-            _parse_bool("s3.path-style-access", ps) if ps is not None
-            else (True if self._endpoint else None)
-        )
-        att = self._opt("attempts")
-        self._attempts = _parse_int("s3.attempts.maximum", att) if att else 5
-        mc = self._opt("max_connections")
-        self._max_connections = _parse_int("s3.connection.maximum", mc) if mc else 32
+        self._settings = S3Settings.from_options(options)
+        self._endpoint = self._settings.endpoint
+        self._retry = RetryPolicy(self._settings.attempts, RetryCounter())
         self._client_obj: Any = None
         self._client_pid = -1
         self._lock = threading.Lock()
 
-    def _opt(self, name: str) -> str | None:
-        for key in _OPT_NAMES[name]:
-            v = self._options.get(key)
-            if v is not None and v != "":
-                return v
-        return None
-
-    def _endpoint_url(self) -> str | None:
-        """Hadoop-style endpoints may omit the scheme; then ``s3.connection.ssl.enabled``
-        (default true) chooses https or http."""
-        ep = self._opt("endpoint")
-        if ep is None or "://" in ep:
-            return ep
-        ssl = self._opt("ssl")
-        secure = _parse_bool("s3.connection.ssl.enabled", ssl) if ssl is not None else True
-        return ("https://" if secure else "http://") + ep
-
     def __repr__(self) -> str:
         """No secrets: FileIO objects end up in logs and Spark plans."""
-        return f"S3FileIO(endpoint={self._endpoint!r}, region={self._region!r})"
+        return f"S3FileIO(endpoint={self._endpoint!r}, region={self._settings.region!r})"
 
     # ------------------------------------------------------------------ client / pickling
 
@@ -190,68 +125,94 @@ class S3FileIO(FileIO):
         return self._client_obj
 
     def _make_client(self) -> Any:
-        import boto3
-        from botocore.config import Config
+        client = make_client(self._settings)
+        self._retry.install(client)
+        return client
 
-        cfg: dict[str, Any] = {
-            "retries": {"max_attempts": self._attempts, "mode": "standard"},
-            "connect_timeout": 10,
-            "read_timeout": 60,
-            "max_pool_connections": self._max_connections,
-        }
-        if self._path_style is not None:
-            cfg["s3"] = {"addressing_style": "path" if self._path_style else "virtual"}
-        if self._endpoint:
-            # Non-AWS stores (MinIO, Ceph, older gateways) often reject the CRC trailers
-            # botocore >= 1.36 sends by default; only send checksums where S3 demands them.
-            cfg["request_checksum_calculation"] = "when_required"
-            cfg["response_checksum_validation"] = "when_required"
-        try:
-            config = Config(**cfg)
-        except TypeError:  # older botocore without the checksum settings
-            cfg.pop("request_checksum_calculation", None)
-            cfg.pop("response_checksum_validation", None)
-            config = Config(**cfg)
-        session = boto3.session.Session(
-            aws_access_key_id=self._access_key,
-            aws_secret_access_key=self._secret_key,
-            aws_session_token=self._session_token,
-            region_name=self._region,
+    # ------------------------------------------------------------------ retries
+
+    @property
+    def retries(self) -> int:
+        """Retries this FileIO made so far (requests re-sent, bodies re-read, conflicts)."""
+        return self._retry.counter.total
+
+    def retry_counts(self) -> dict[str, int]:
+        """:attr:`retries` by cause: ``request``, ``read`` (a body broke off), ``conflict``."""
+        return self._retry.counter.by_cause()
+
+    # ------------------------------------------------------------------ store probe
+
+    def conditional_writes(self, bucket: str, directory: str = "") -> bool:
+        """Does this store enforce ``If-None-Match: *`` and ``If-Match`` on ``bucket``?
+
+        Asked once per store and bucket in a process (probe object in ``directory``, a key
+        prefix), then answered from the cache."""
+        return ProbeCache.answer(self._settings.store_id, bucket,
+                                 lambda: probe_store(self.client, bucket, directory))
+
+    def _require_conditional(self, bucket: str, key: str) -> None:
+        if not self.conditional_writes(bucket, parent_key(key)):
+            raise unsupported_store_error(self._endpoint or "(AWS S3)", bucket)
+
+    def _conditional_put(self, bucket: str, key: str, data: bytes, *,
+                         if_none_match: bool = False, if_match: str | None = None) -> str | None:
+        """`conditional_put` on a store known to enforce conditions, retrying 409s. If they
+        persist we raise :class:`StorageError` rather than guess: a wrong "lost" would make a
+        committer skip an id nobody wrote."""
+        self._require_conditional(bucket, key)
+        for attempt in range(1, _CONFLICT_RETRIES + 1):
+            try:
+                return conditional_put(self.client, bucket, key, data,
+                                       if_none_match=if_none_match, if_match=if_match)
+            except Exception as e:
+                if not is_conflict(e):
+                    raise
+                if attempt < _CONFLICT_RETRIES:
+                    self._retry.conflict_wait(attempt)
+        raise StorageError(
+            f"conditional write of s3://{bucket}/{key} kept conflicting with concurrent "
+            f"writers after {_CONFLICT_RETRIES} attempts; outcome unknown, retry the operation"
         )
-        return session.client("s3", endpoint_url=self._endpoint, config=config)
 
     # ------------------------------------------------------------------ read / stat
 
     def read_bytes(self, path: str) -> bytes:
         """GET the whole object; missing key or bucket -> ``FileNotFoundError`` naming path."""
-        return self._get(path)
+        return self._get(path)[0]
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
         """A ranged GET of ``length`` bytes from ``offset``."""
         if length <= 0:
             return b""
-        return self._get(path, Range=f"bytes={offset}-{offset + length - 1}")
+        return self._get(path, Range=f"bytes={offset}-{offset + length - 1}")[0]
 
-    def _get(self, path: str, **extra: Any) -> bytes:
-        bucket, key = _file_key(path)
-        try:
-            resp = self.client.get_object(Bucket=bucket, Key=key, **extra)
-        except Exception as e:
-            if _is_not_found(e):
-                raise FileNotFoundError(f"file not found: {path}") from e
-            raise
-        body = resp["Body"]
-        try:
-            return body.read()
-        finally:
-            body.close()
+    def _get(self, path: str, **extra: Any) -> tuple[bytes, str]:
+        """(body, ETag) of one GET; a body that breaks off is fetched again."""
+        bucket, key = file_key(path)
+
+        def request() -> Any:
+            try:
+                return self.client.get_object(Bucket=bucket, Key=key, **extra)
+            except Exception as e:
+                if is_not_found(e):
+                    raise FileNotFoundError(f"file not found: {path}") from e
+                raise
+
+        def read(resp: Any) -> tuple[bytes, str]:
+            body = resp["Body"]
+            try:
+                return body.read(), str(resp.get("ETag", ""))
+            finally:
+                body.close()
+
+        return self._retry.read_retry(request, read)
 
     def _call_or_none(self, operation: str, **kwargs: Any) -> Any:
         """Call a client operation; None when the key or bucket does not exist (404)."""
         try:
             return getattr(self.client, operation)(**kwargs)
         except Exception as e:
-            if _is_not_found(e):
+            if is_not_found(e):
                 return None
             raise
 
@@ -295,25 +256,34 @@ class S3FileIO(FileIO):
     # ------------------------------------------------------------------ listing
 
     def _pages(self, bucket: str, prefix: str, delimiter: bool) -> Iterator[dict[str, Any]]:
-        """list_objects_v2 pages; a missing bucket is an error, not an empty directory,
-        so a typo in the warehouse URI is not mistaken for an empty table."""
-        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+        """list_objects_v2 pages, each asked with the previous page's continuation token, so a
+        page that fails is asked again (by the retry policy) and the listing resumes there.
+        A missing bucket is an error, not an empty directory, so a typo in the warehouse URI
+        is not mistaken for an empty table."""
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix,
+                                  "MaxKeys": self._settings.page_size}
         if delimiter:
             kwargs["Delimiter"] = "/"
-        try:
-            yield from self.client.get_paginator("list_objects_v2").paginate(**kwargs)
-        except Exception as e:
-            if _is_not_found(e):
-                raise FileNotFoundError(f"S3 bucket {bucket!r} does not exist") from e
-            raise
+        while True:
+            try:
+                page = self.client.list_objects_v2(**kwargs)
+            except Exception as e:
+                if is_not_found(e):
+                    raise FileNotFoundError(f"S3 bucket {bucket!r} does not exist") from e
+                raise
+            yield page
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return
+            kwargs["ContinuationToken"] = token
 
     def _files(self, dir_path: str, recursive: bool) -> list[FileStatus]:
         """Objects below the prefix in key order; zero-byte "dir/" markers are skipped."""
         scheme, bucket, key = split_s3_path(dir_path)
         return [
-            FileStatus(_uri(scheme, bucket, o["Key"]), int(o["Size"]),
+            FileStatus(uri(scheme, bucket, o["Key"]), int(o["Size"]),
                        o["LastModified"].timestamp())
-            for page in self._pages(bucket, _dir_prefix(key), delimiter=not recursive)
+            for page in self._pages(bucket, dir_prefix(key), delimiter=not recursive)
             for o in page.get("Contents", [])
             if not o["Key"].endswith("/")
         ]
@@ -330,8 +300,8 @@ class S3FileIO(FileIO):
         """Common prefixes directly below the prefix, as paths without a trailing '/'."""
         scheme, bucket, key = split_s3_path(dir_path)
         return [
-            _uri(scheme, bucket, cp["Prefix"].rstrip("/"))
-            for page in self._pages(bucket, _dir_prefix(key), delimiter=True)
+            uri(scheme, bucket, cp["Prefix"].rstrip("/"))
+            for page in self._pages(bucket, dir_prefix(key), delimiter=True)
             for cp in page.get("CommonPrefixes", [])
             if cp["Prefix"].rstrip("/")
         ]
@@ -340,43 +310,68 @@ class S3FileIO(FileIO):
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Single PUT: S3 publishes an object atomically, so no temp key is needed."""
-        bucket, key = _file_key(path)
+        bucket, key = file_key(path)
         self.client.put_object(Bucket=bucket, Key=key, Body=data)
 
     def write_if_absent(self, path: str, data: bytes) -> bool:
-        """Conditional PUT (``If-None-Match: *``): 412 means somebody else created the key.
+        """Conditional PUT (``If-None-Match: *``): False when somebody else created the key.
 
-        Each call tags its object with a random token, so when botocore's own retry of a PUT
-        that had in fact succeeded comes back 412, we recognise our object and still say True.
-        409 (a concurrent conditional write in flight) is retried; if it persists we raise
-        :class:`StorageError` instead of guessing, because a wrong False would make a
-        committer skip an id.
+        The store must enforce the condition (probed once per bucket); one that ignores it
+        raises :class:`UnsupportedError` naming the fix (a JDBC catalog lock). A PUT whose
+        answer was lost and whose retry met our own object still says True (see
+        ``s3_conditional``).
         """
-        bucket, key = _file_key(path)
-        token = uuid.uuid4().hex
-        for attempt in range(_CONFLICT_RETRIES):
-            try:
-                self.client.put_object(
-                    Bucket=bucket, Key=key, Body=data, IfNoneMatch="*",
-                    Metadata={_TOKEN_META: token},
-                )
-                return True
-            except Exception as e:
-                code, status = _error_code(e)
-                if status == 412 or code == "PreconditionFailed":
-                    return self._created_by(bucket, key, token)
-                if status == 409 or code == "ConditionalRequestConflict":
-                    time.sleep(0.05 * (2**attempt) * (1 + random.random()))
-                    continue
-                raise
-        raise StorageError(
-            f"write_if_absent({path!r}) kept conflicting with concurrent writers "
-            f"after {_CONFLICT_RETRIES} attempts; outcome unknown, retry the operation"
-        )
+        bucket, key = file_key(path)
+        return self._conditional_put(bucket, key, data, if_none_match=True) is not None
 
     def _created_by(self, bucket: str, key: str, token: str) -> bool:
-        head = self._head(bucket, key)
-        return head is not None and head.get("Metadata", {}).get(_TOKEN_META) == token
+        """Whether the object carries the write token ``token`` (its creator's)."""
+        return etag_if_ours(self.client, bucket, key, token) is not None
+
+    def publish_locked(self, path: str, data: bytes) -> bool:
+        """`write_if_absent` for a caller holding the table's commit lock. On a store that
+        ignores conditional writes: HEAD, then PUT if absent (nobody else publishes under the
+        lock, as in Paimon's renaming commit)."""
+        bucket, key = file_key(path)
+        if self.conditional_writes(bucket, parent_key(key)):
+            return self.write_if_absent(path, data)
+        if self._head(bucket, key) is not None:
+            return False
+        self.client.put_object(Bucket=bucket, Key=key, Body=data)
+        return True
+
+    # ------------------------------------------------------------------ versioned objects
+
+    def read_versioned(self, path: str) -> Versioned:
+        """Content and ETag, from one GET (so they always belong together)."""
+        data, etag = self._get(path)
+        return Versioned(data, etag)
+
+    def create_versioned(self, path: str, data: bytes) -> str | None:
+        """PUT with ``If-None-Match: *``: the new ETag, or None when the key exists."""
+        bucket, key = file_key(path)
+        return self._conditional_put(bucket, key, data, if_none_match=True)
+
+    def replace_versioned(self, path: str, data: bytes, etag: str) -> str | None:
+        """PUT with ``If-Match: etag``: the new ETag, or None when the object changed or is
+        gone. Of several callers naming the same ETag exactly one gets a tag."""
+        bucket, key = file_key(path)
+        return self._conditional_put(bucket, key, data, if_match=etag)
+
+    def delete_versioned(self, path: str, etag: str) -> bool:
+        """DELETE with ``If-Match: etag``; False when the object changed or is gone.
+
+        A delete whose answer was lost and whose retry found the key gone also says False:
+        S3 cannot tell who deleted it, and either way it is gone."""
+        bucket, key = file_key(path)
+        self._require_conditional(bucket, key)
+        try:
+            self.client.delete_object(Bucket=bucket, Key=key, IfMatch=etag)
+        except Exception as e:
+            if is_precondition_failed(e) or is_not_found(e):
+                return False
+            raise
+        return True
 
     # ------------------------------------------------------------------ delete / mkdirs
 

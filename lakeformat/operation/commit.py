@@ -32,6 +32,7 @@ from lakeformat.errors import (
     CommitFailedError,
     CommitStateUnknownError,
     LockError,
+    UnsupportedError,
 )
 from lakeformat.layout import TablePaths
 from lakeformat.meta.data_file_meta import (
@@ -352,8 +353,9 @@ class FileStoreCommit:
         path = self.snapshots.snapshot_path(snap.id)
         try:
             return self.file_io.write_if_absent(path, snap.to_json().encode())
-        except LockError:
-            raise  # refused before any request was sent (lock not held): nothing landed
+        except (LockError, UnsupportedError):
+            raise  # refused before the write was sent (lock not held, a store without
+            # conditional writes): nothing landed
         except Exception as error:
             return self._read_back(snap, path, error)
 

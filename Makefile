@@ -28,7 +28,8 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/python -m lakeformat.demo
 
 # The JDBC catalog tests start a real PostgreSQL server from Debian's postgresql package:
-# installed here when no initdb is found (apt is not called when it is there).
+# installed here when no initdb is found (apt is not called when it is there). The tests run
+# their own server; a cluster the package may have started is stopped again.
 PG_INITDB_GLOB ?= /usr/lib/postgresql/*/bin/initdb
 postgresql:
 	@if ls $(PG_INITDB_GLOB) >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; then :; \
@@ -36,7 +37,9 @@ postgresql:
 	  echo "installing Debian's postgresql package (the JDBC catalog tests run a server)"; \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
-	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql && \
+	  $$SUDO sh -c 'pg_lsclusters -h 2>/dev/null | while read v c p s rest; do \
+	    [ "$$s" = online ] && pg_ctlcluster $$v $$c stop; done; true'; \
 	fi
 
 test: postgresql test-main test-interop

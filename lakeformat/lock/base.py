@@ -36,6 +36,7 @@ from types import TracebackType
 
 from lakeformat import clock
 from lakeformat.errors import LockLostError, LockTimeoutError
+from lakeformat.lock.options import LockConfig
 
 __all__ = ["LockHolder", "Lease", "TableLock", "LeaseKeeper", "acquire_with_retry",
            "new_holder"]
@@ -106,11 +107,20 @@ class TableLock(ABC):
     #: where the lock lives, for messages ("s3://b/wh/.lakeformat/locks/db/t/commit.lease",
     #: "jdbc lock 'jdbc.db.t'")
     location: str
+    #: what it locks, for messages ("maintenance of table db.t")
+    what: str
+    config: LockConfig
 
-    @abstractmethod
     def acquire(self, purpose: str) -> Lease:
         """Wait (up to `lock-acquire-timeout`) and take the lock; `LockTimeoutError` naming
         the holder when it stays taken."""
+        return acquire_with_retry(lambda: self._try(purpose), what=f"{self.what} ({self.location})",
+                                  timeout_ms=self.config.acquire_timeout_ms,
+                                  max_sleep_ms=self.config.check_max_sleep_ms)
+
+    @abstractmethod
+    def _try(self, purpose: str) -> Lease | LockHolder | None:
+        """One attempt: a lease, or the holder that keeps us out (None: cannot tell)."""
 
 
 def acquire_with_retry(try_once: Callable[[], Lease | LockHolder | None], *, what: str,

@@ -40,7 +40,6 @@ from lakeformat.lock.base import (
     LeaseKeeper,
     LockHolder,
     TableLock,
-    acquire_with_retry,
     new_holder,
 )
 from lakeformat.lock.jdbc_client import JdbcClient
@@ -194,11 +193,6 @@ class JdbcLock(TableLock):
 
     def __repr__(self) -> str:
         return f"JdbcLock({self.lock_id!r}, {self.client.url!r})"
-
-    def acquire(self, purpose: str) -> Lease:
-        return acquire_with_retry(lambda: self._try(purpose), what=f"{self.what} ({self.location})",
-                                  timeout_ms=self.config.acquire_timeout_ms,
-                                  max_sleep_ms=self.config.check_max_sleep_ms)
 
     def _try(self, purpose: str) -> Lease | LockHolder | None:
         """One attempt: a lease, or the holder that keeps us out (None: gone meanwhile)."""

@@ -25,8 +25,7 @@ from lakeformat.storage.fileio import FileIO, FileStatus, Versioned, split_schem
 
 __all__ = ["LocalFileIO", "local_path"]
 
-#: one in-process mutex per versioned object: flock excludes other processes, this the
-#: other threads of this one (flock locks belong to open files, not threads)
+#: one in-process mutex per directory of versioned objects (see `LocalFileIO._exclusive`)
 _CAS_MUTEX = threading.Lock()
 _CAS_MUTEXES: dict[str, threading.Lock] = {}
 
@@ -201,13 +200,15 @@ class LocalFileIO(FileIO):
 
     @contextmanager
     def _exclusive(self, target: str) -> Iterator[None]:
-        """Hold the object's compare-and-swap lock: an flock on the sidecar ``<name>.cas``
-        (other processes) and a per-path mutex (other threads of this process)."""
+        """Hold the object's compare-and-swap lock: an flock on its directory (other
+        processes; no sidecar file is left behind) and a per-directory mutex (other threads
+        of this process: flock locks belong to open files, not threads)."""
+        directory = os.path.abspath(os.path.dirname(target) or ".")
         with _CAS_MUTEX:
-            mutex = _CAS_MUTEXES.setdefault(os.path.abspath(target), threading.Lock())
-        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+            mutex = _CAS_MUTEXES.setdefault(directory, threading.Lock())
+        os.makedirs(directory, exist_ok=True)
         with mutex:
-            fd = os.open(target + ".cas", os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(directory, os.O_RDONLY)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 yield

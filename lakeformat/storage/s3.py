@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -160,10 +161,12 @@ class S3FileIO(FileIO):
         persist we raise :class:`StorageError` rather than guess: a wrong "lost" would make a
         committer skip an id nobody wrote."""
         self._require_conditional(bucket, key)
+        token = uuid.uuid4().hex  # one per logical write: a 409'd attempt may still land
         for attempt in range(1, _CONFLICT_RETRIES + 1):
             try:
                 return conditional_put(self.client, bucket, key, data,
-                                       if_none_match=if_none_match, if_match=if_match)
+                                       if_none_match=if_none_match, if_match=if_match,
+                                       token=token)
             except Exception as e:
                 if not is_conflict(e):
                     raise

@@ -40,16 +40,18 @@ _NO_SUCH_ETAG = '"00000000000000000000000000000000"'  # no MD5 ETag is this
 
 
 def conditional_put(client: Any, bucket: str, key: str, data: bytes, *,
-                    if_none_match: bool = False, if_match: str | None = None) -> str | None:
+                    if_none_match: bool = False, if_match: str | None = None,
+                    token: str | None = None) -> str | None:
     """PUT ``data`` under ``If-None-Match: *`` or ``If-Match: <if_match>``; the new ETag,
     or None when the condition did not hold (the key exists / changed / is gone).
 
     A 412 whose object carries this call's token was this call's own earlier attempt (botocore
     retried a PUT whose answer was lost): it won. Other errors propagate, among them 409
     ``ConditionalRequestConflict`` (a concurrent conditional write in flight), which the caller
-    may retry.
+    may retry — with the same ``token``: an earlier attempt may still land, and only its token
+    lets a later 412 be recognised as our own write.
     """
-    token = uuid.uuid4().hex
+    token = token or uuid.uuid4().hex
     kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key, "Body": data,
                               "Metadata": {TOKEN_META: token}}
     if if_none_match:

@@ -155,3 +155,27 @@ def test_conflicts_are_retried_then_reported_not_guessed(
         io.write_if_absent(q, b"commit")
     assert not io.exists(q)
     assert io.retry_counts() == {"conflict": 6}
+
+
+def test_a_landed_publish_behind_a_409_is_still_ours(s3_server: str, s3_bucket: str,
+                                                     proxy: FaultProxy) -> None:
+    """The snapshot PUT lands but its answer is lost; the retry meets 409 (the first request
+    still in flight); the next attempt meets 412. With one token per logical write that 412 is
+    recognised as our own snapshot, so the commit neither reports a lost race nor deletes the
+    manifests its published snapshot points to."""
+    import pyarrow as pa
+
+    import lakeformat as lf
+
+    cat = lf.Catalog(f"s3://{s3_bucket}/wh", options=s3_options(proxy.endpoint))
+    cat.create_database("db")
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64()), ("v", pa.string())]),
+                         primary_keys=["id"], options={"bucket": "1"})
+    t.write(pa.table({"id": [1], "v": ["a"]}))
+    proxy.inject("reset_after", method="PUT", path_contains="snapshot/snapshot-2")
+    proxy.inject("conflict", method="PUT", path_contains="snapshot/snapshot-2")
+    result = t.write(pa.table({"id": [2], "v": ["b"]}))
+    assert result.snapshot_id == 2
+    clean = lf.Catalog(f"s3://{s3_bucket}/wh", options=s3_options(s3_server)).get_table("db.t")
+    assert [s.id for s in clean.snapshots()] == [1, 2]
+    assert clean.read().sort_by("id").to_pylist() == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]

@@ -158,11 +158,13 @@ class LeaseKeeper:
     which is what a process paused for longer than its lease sees when it wakes up.
     """
 
-    def __init__(self, what: str, lease_ms: int, renew: Callable[[], bool]):
+    def __init__(self, what: str, lease_ms: int, renew: Callable[[], bool], started: float):
+        """`started`: `time.monotonic()` taken before the request that acquired the lease
+        was sent (its expiry counts from then, however late the answer came)."""
         self.what = what
         self.lease_ms = lease_ms
         self._renew = renew
-        self._valid_until = time.monotonic() + self._safe_ms() / 1000
+        self._valid_until = started + self._safe_ms() / 1000
         self._lost: str | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"lease-{what}", daemon=True)

@@ -30,6 +30,7 @@ session's time zone: keep the catalog's clients on one zone (UTC), as for Java.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,11 +133,11 @@ class JdbcLease(Lease):
     """Our row of `paimon_distributed_locks`: renewed in the background, checked before every
     publish, deleted on release only while it is still ours."""
 
-    def __init__(self, lock: JdbcLock, holder: LockHolder):
+    def __init__(self, lock: JdbcLock, holder: LockHolder, started: float):
         self.lock = lock
         self.holder = holder
         self._released = False
-        self._keeper = LeaseKeeper(lock.location, lock.config.lease_ms, self._renew)
+        self._keeper = LeaseKeeper(lock.location, lock.config.lease_ms, self._renew, started)
 
     def _owned(self) -> dict[str, Any]:
         return {"id": self.lock.lock_id, "owner": self.holder.owner}
@@ -199,6 +200,7 @@ class JdbcLock(TableLock):
         ids = {"id": self.lock_id}
         self.client.execute(f"DELETE FROM {LOCKS_TABLE} "
                             f"WHERE {self.dialect.expired} AND lock_id = :id", ids)
+        started = time.monotonic()
         holder = new_holder(purpose, self.config.lease_ms)
         got = self.client.insert_new(
             f"INSERT INTO {LOCKS_TABLE} (lock_id, expire_time_seconds, lock_owner) "
@@ -220,7 +222,7 @@ class JdbcLock(TableLock):
             except Exception:
                 pass  # it expires after one lease
             raise
-        return JdbcLease(self, holder)
+        return JdbcLease(self, holder, started)
 
     def holder(self) -> LockHolder | None:
         """Who holds the lock now (None: nobody)."""

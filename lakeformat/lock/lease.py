@@ -20,6 +20,7 @@ counts on only 80 % of its lease (`LeaseKeeper`), which absorbs a few seconds of
 from __future__ import annotations
 
 import json
+import time
 
 from lakeformat import clock
 from lakeformat.errors import CorruptFileError
@@ -61,12 +62,12 @@ class S3Lease(Lease):
     """A lease held through the object's version: renewed in the background, checked before
     every publish, released by a conditional delete."""
 
-    def __init__(self, lock: LeaseLock, holder: LockHolder, etag: str):
+    def __init__(self, lock: LeaseLock, holder: LockHolder, etag: str, started: float):
         self.lock = lock
         self.holder = holder
         self._etag = etag
         self._released = False
-        self._keeper = LeaseKeeper(lock.location, lock.config.lease_ms, self._renew)
+        self._keeper = LeaseKeeper(lock.location, lock.config.lease_ms, self._renew, started)
 
     def _renew(self) -> bool:
         now = clock.now_millis()
@@ -108,18 +109,20 @@ class LeaseLock(TableLock):
 
     def _try(self, purpose: str) -> Lease | LockHolder | None:
         """One attempt: a lease, or the holder that keeps us out (None: gone meanwhile)."""
+        started = time.monotonic()
         holder = new_holder(purpose, self.config.lease_ms)
         etag = self.file_io.create_versioned(self.location, holder.to_json())
         if etag is not None:
-            return S3Lease(self, holder, etag)
+            return S3Lease(self, holder, etag, started)
         try:
             current = self.file_io.read_versioned(self.location)
         except FileNotFoundError:  # released between our create and read: try again
             return None
         seen = _parse(self.location, current.data)
         if seen.expires_ms is not None and seen.expires_ms < clock.now_millis():
+            started = time.monotonic()
             holder = new_holder(purpose, self.config.lease_ms)
             etag = self.file_io.replace_versioned(self.location, holder.to_json(), current.etag)
             if etag is not None:
-                return S3Lease(self, holder, etag)
+                return S3Lease(self, holder, etag, started)
         return seen

@@ -250,3 +250,42 @@ def test_guard_does_not_travel_to_tasks(tmp_path):
     t = make_table(str(tmp_path / "wh"), {"lock.enabled": "true"}, commits=1)
     plain = pickle.loads(pickle.dumps(t.file_io))
     assert type(plain) is LocalFileIO
+
+
+class _LateAnswer(LocalFileIO):
+    """A store whose create lands at once but answers `delay` seconds later."""
+
+    delay = 1.5
+
+    def create_versioned(self, path: str, data: bytes) -> str | None:
+        etag = super().create_versioned(path, data)
+        time.sleep(self.delay)
+        return etag
+
+
+def test_a_lease_counts_from_its_request_not_its_late_answer(tmp_path):
+    """The expiry a holder writes is computed before its request; if the answer comes back
+    after the lease ran out and a contender took it over, the first holder must already see
+    its lease as lost — never two holders passing `check()` at once."""
+    from lakeformat.lock.lease import LeaseLock
+    from lakeformat.lock.options import LockConfig
+
+    cfg = LockConfig(lease_ms=1000, acquire_timeout_ms=10_000, check_max_sleep_ms=100)
+    path = str(tmp_path / "locks" / "maintenance.lease")
+    slow, fast = LeaseLock(_LateAnswer(), path, "t", cfg), LeaseLock(LocalFileIO(), path, "t", cfg)
+    got: dict[str, Any] = {}
+    import threading
+
+    first = threading.Thread(target=lambda: got.setdefault("a", slow.acquire("compact")))
+    first.start()
+    time.sleep(0.05)
+    b = fast.acquire("expire")  # takes the expired lease over while A waits for its answer
+    first.join()
+    a = got["a"]
+    try:
+        with pytest.raises(lf.LockLostError):
+            a.check()
+        b.check()
+    finally:
+        a.release()
+        b.release()

@@ -96,10 +96,26 @@ def _condition_ignored(client: Any, bucket: str, key: str, **condition: str) -> 
     return True
 
 
+def _delete_condition_ignored(client: Any, bucket: str, key: str) -> bool:
+    """DELETE the probe object under a wrong `If-Match` (AWS has honoured it on general
+    purpose buckets since 2025-09): True when the store deleted it anyway. Lease release
+    depends on it: a paused holder must not delete its successor's lease."""
+    try:
+        client.delete_object(Bucket=bucket, Key=key, IfMatch=_NO_SUCH_ETAG)
+    except Exception as e:
+        if is_precondition_failed(e):
+            return False
+        if is_not_implemented(e):
+            return True
+        raise
+    return True
+
+
 def probe_store(client: Any, bucket: str, directory: str) -> bool:
     """Does the store enforce ``If-None-Match: *`` and ``If-Match``? A probe object in
     ``directory`` is created, created again (must be refused), overwritten under a wrong
-    ``If-Match`` (must be refused), then deleted. Other errors (no access, no bucket) propagate
+    ``If-Match`` (must be refused), deleted under a wrong ``If-Match`` (must be refused),
+    then deleted. Other errors (no access, no bucket) propagate
     and nothing is concluded."""
     key = (directory + "/" if directory else "") + PROBE_PREFIX + uuid.uuid4().hex
     try:
@@ -118,6 +134,9 @@ def probe_store(client: Any, bucket: str, directory: str) -> bool:
             return False
         if _condition_ignored(client, bucket, key, IfMatch=_NO_SUCH_ETAG):
             _log.warning("S3 bucket %r: a PUT with a wrong If-Match was accepted", bucket)
+            return False
+        if _delete_condition_ignored(client, bucket, key):
+            _log.warning("S3 bucket %r: a DELETE with a wrong If-Match was carried out", bucket)
             return False
         return True
     finally:

@@ -56,9 +56,10 @@ def test_probe_passes_on_moto_once_per_bucket(s3_server: str, s3_bucket: str,
     snap = f"s3://{s3_bucket}/wh/db.db/t/snapshot/snapshot-1"
     assert io.write_if_absent(snap, b"one") is True
     probes = _probe_requests(proxy)
-    # written, written again under If-None-Match, overwritten under a wrong If-Match, deleted;
-    # beside the file being written, under a name no Paimon listing takes for a table file
-    assert [m for m, _ in probes] == ["PUT", "PUT", "PUT", "DELETE"]
+    # written, written again under If-None-Match, overwritten under a wrong If-Match, deleted
+    # under a wrong If-Match, deleted; beside the file being written, under a name no Paimon
+    # listing takes for a table file
+    assert [m for m, _ in probes] == ["PUT", "PUT", "PUT", "DELETE", "DELETE"]
     assert all(f"/{s3_bucket}/wh/db.db/t/snapshot/{PROBE_PREFIX}" in t for _, t in probes)
     assert len({t for _, t in probes}) == 1
     assert _keys(s3_server, s3_bucket) == ["wh/db.db/t/snapshot/snapshot-1"]
@@ -68,11 +69,11 @@ def test_probe_passes_on_moto_once_per_bucket(s3_server: str, s3_bucket: str,
     other = _io(proxy.endpoint, s3_bucket)
     assert other.create_versioned(f"s3://{s3_bucket}/locks/x.lease", b"h")
     assert other.write_if_absent(snap, b"two") is False
-    assert len(_probe_requests(proxy)) == 4
+    assert len(_probe_requests(proxy)) == 5
     # another bucket is asked again
     second = new_bucket(s3_server)
     assert io.write_if_absent(f"s3://{second}/k", b"x") is True
-    assert len(_probe_requests(proxy)) == 8
+    assert len(_probe_requests(proxy)) == 10
 
 
 def test_store_ignoring_conditions_is_refused_with_the_fix(
@@ -95,6 +96,19 @@ def test_store_ignoring_conditions_is_refused_with_the_fix(
         with pytest.raises(UnsupportedError, match="lock.type=jdbc"):
             attempt()
     # nothing written but the probe, and the probe cleaned up after itself
+    assert _keys(s3_server, s3_bucket) == []
+
+
+def test_store_ignoring_if_match_on_delete_only_is_refused(s3_server: str,
+                                                          s3_bucket: str) -> None:
+    """Conditional PUTs enforced, `If-Match` on DELETE ignored: a paused lease holder's
+    release would delete its successor's lease, so the store is refused as well."""
+    with FaultProxy(s3_server, strip_conditional=["If-Match"], strip_methods=["DELETE"]) as p:
+        io = _io(p.endpoint, s3_bucket)
+        with pytest.raises(UnsupportedError, match="lock.type=jdbc"):
+            io.create_versioned(f"s3://{s3_bucket}/locks/t.lease", b"h")
+        assert io.conditional_writes(s3_bucket) is False
+        assert p.stripped == 1  # only the probe's DELETE under a wrong If-Match
     assert _keys(s3_server, s3_bucket) == []
 
 

@@ -264,7 +264,8 @@ class _Handler(socketserver.StreamRequestHandler):
             low = k.lower()
             if low in _HOP_BY_HOP or low == "content-length":
                 continue
-            if low in proxy._stripped_headers():
+            if low in proxy._stripped_headers() and (proxy.strip_methods is None
+                                                      or req.method in proxy.strip_methods):
                 proxy._count("stripped")
                 continue
             headers.append((k, v))
@@ -344,6 +345,7 @@ class FaultProxy:
     ``latency``: (min, max) seconds of a ``latency`` fault.
     ``stall``: seconds a ``stall_body`` fault pauses in the middle of an answer.
     ``strip_conditional``: drop ``If-None-Match`` / ``If-Match`` from forwarded requests
+    (``strip_methods``: only from requests of these methods, e.g. ``["DELETE"]``)
     (True), or only the headers named in a list such as ``["If-Match"]``.
     ``lifetime``: seconds after which the proxy stops by itself.
 
@@ -353,6 +355,7 @@ class FaultProxy:
     def __init__(self, upstream: str, *, rate: float = 0.0, kinds: dict[str, float] | None = None,
                  seed: int | None = 0, latency: tuple[float, float] = (0.005, 0.05),
                  stall: float = 2.0, strip_conditional: bool | list[str] = False,
+                 strip_methods: list[str] | None = None,
                  host: str = "127.0.0.1",
                  lifetime: float = 900.0) -> None:
         parts = urlsplit(upstream)
@@ -369,6 +372,7 @@ class FaultProxy:
         self.latency = latency
         self.stall = stall
         self.strip_conditional = strip_conditional
+        self.strip_methods = None if strip_methods is None else {m.upper() for m in strip_methods}
         self.lifetime = lifetime
         self.stopped = False
         self._log: list[tuple[str, str, str | None]] = []

@@ -136,12 +136,15 @@ class JdbcMetastore(Metastore):
             raise
 
     def drop_database(self, name: str) -> None:
-        path = self.database_path(name)
+        """Drop its tables (row, then directory, each), then its rows — and not its directory:
+        as Paimon's `dropDatabaseImpl`, since catalogs with other keys on the same warehouse
+        may keep tables in the same `<name>.db` directory."""
+        for table in self.list_tables(name):
+            self.drop_table(name, table)
         self.client.execute(f"DELETE FROM {TABLES_TABLE} WHERE catalog_key = :key "
                             "AND database_name = :db", self._key(db=name))
         self.client.execute(f"DELETE FROM {DATABASE_PROPERTIES_TABLE} WHERE catalog_key = :key "
                             "AND database_name = :db", self._key(db=name))
-        self.file_io.delete_dir(path)
 
     # -- tables -----------------------------------------------------------------------------
     def list_tables(self, database: str) -> list[str]:

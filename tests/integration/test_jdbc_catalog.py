@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import lakeformat as lf
 from lakeformat.errors import (
     DatabaseAlreadyExistsError,
     DatabaseNotFoundError,
@@ -159,10 +160,27 @@ def test_drop_table_and_database(jdbc_uri, warehouse):
     assert ms.list_databases() == []
     assert ms.client.query("SELECT * FROM paimon_tables") == []
     assert ms.client.query("SELECT * FROM paimon_database_properties") == []
-    assert not ms.file_io.exists(f"{warehouse}/db.db")
+    assert ms.file_io.list_recursive(f"{warehouse}/db.db") == []  # its tables' files went
     with pytest.raises(DatabaseNotFoundError, match="'db'"):
         ms.list_tables("db")
     ms.close()
+
+
+def test_dropping_a_database_leaves_other_catalog_keys_tables_alone(jdbc_uri, warehouse):
+    """Two catalog keys on one warehouse share `<wh>/db.db`: dropping catalog a's empty `db`
+    deletes its rows only (Paimon's dropDatabaseImpl), never catalog b's table files."""
+    b = lf.Catalog(warehouse, options={"metastore": "jdbc", "uri": jdbc_uri, "catalog-key": "b"})
+    b.create_database("db")
+    t = b.create_table("db.t", pa.schema([("id", pa.int64())]), primary_keys=["id"],
+                       options={"bucket": "1"})
+    t.write(pa.table({"id": [1, 2, 3]}))
+    a = lf.Catalog(warehouse, options={"metastore": "jdbc", "uri": jdbc_uri, "catalog-key": "a"})
+    a.create_database("db")
+    a.drop_database("db")
+    assert a.list_databases() == [] and b.list_tables("db") == ["t"]
+    assert b.get_table("db.t").read().num_rows == 3
+    a.close()
+    b.close()
 
 
 def test_a_table_whose_row_cannot_be_recorded_leaves_no_files(jdbc_uri, warehouse):

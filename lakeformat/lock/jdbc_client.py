@@ -58,9 +58,13 @@ _MYSQL_UNREACHABLE = {1040, 1044, 1045, 1049, 2002, 2003, 2005, 2006, 2013}
 
 
 def mask_url(url: str) -> str:
-    """`url` with the password of its user part and of its query parameters replaced by ***."""
-    url = re.sub(r"(//[^/@:?#]*:)[^@/?#]*@", r"\1***@", url)
-    return re.sub(r"(?i)([?&;](?:password|passwd|pwd)=)[^&;#]*", r"\1***", url)
+    """`url` with the password of its user part and of its query parameters replaced by ***.
+
+    A password may hold '/', '?', '#' or '@' (SQLAlchemy reads up to the last '@' before the
+    host), so the user part runs to the last '@' followed by a host; when in doubt, more is
+    hidden, never less."""
+    url = re.sub(r"(//[^/@:?#]*:).*@(?=[^@/?#]*(?:[/?#]|$))", r"\1***@", url, count=1)
+    return re.sub(r"(?i)([?&;](?:password|passwd|pwd)=)[^&;]*", r"\1***", url)
 
 
 def _dialect_of(scheme: str, uri: str) -> str:
@@ -113,8 +117,10 @@ def _connect_args(dialect: str, uri: str, properties: Mapping[str, str]) -> dict
         if dialect == "sqlite" and key in ("user", "password"):
             continue  # a SQLite file has no users; Java's driver ignores them too
         if key not in known:
+            # a name that is no identifier may be the tail of a password holding '?'
+            shown = repr(key) if re.fullmatch(r"[A-Za-z_][\w.-]*", key) else "(not shown)"
             raise UnsupportedError(
-                f"JDBC property {key!r} (option 'jdbc.{key}' or a query parameter of "
+                f"JDBC property {shown} (option 'jdbc.<name>' or a query parameter of "
                 f"{mask_url(uri)}) is not supported for {dialect}: lakeformat passes "
                 f"{', '.join(sorted(known))}")
         name = known[key]

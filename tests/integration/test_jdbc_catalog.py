@@ -328,3 +328,20 @@ def test_a_jdbc_catalog_with_another_catalog_key_sees_nothing(jdbc_uri, warehous
         assert default_key.list_databases() == []
     with _catalog(warehouse, jdbc_uri, **{"catalog-key": "prod"}) as prod:
         assert prod.list_databases() == ["db"]
+
+
+@pytest.mark.parametrize("uri, secret", [
+    ("postgresql://bob:s3cr/et@127.0.0.1:1/cat", "s3cr/et"),
+    ("jdbc:postgresql://bob:pa?ss@127.0.0.1:1/cat", "pa?ss"),
+    ("postgresql://bob:p@ss#w@127.0.0.1:1/cat", "p@ss#w"),
+    ("jdbc:postgresql://127.0.0.1:1/cat?user=bob&password=ab#cd", "ab#cd"),
+])
+def test_passwords_with_url_characters_never_shown(uri, secret):
+    from lakeformat.lock.jdbc_client import mask_url
+
+    assert secret not in mask_url(uri) and "***" in mask_url(uri)
+    with pytest.raises((JdbcConnectionError, UnsupportedError)) as err:
+        lf.Catalog("unused-wh", options={"metastore": "jdbc", "uri": uri})
+    shown = str(err.value)
+    assert "127.0.0.1" in shown
+    assert secret not in shown and secret.split("?")[-1] + "@" not in shown  # not even a tail

@@ -119,24 +119,31 @@ class Catalog:
         return FileSystemMetastore(self.file_io, self.warehouse)
 
     def table_locks(self, identifier: str | Identifier) -> TableLocks:
-        """The commit lock (`lock.enabled=true` only) and the maintenance lock of a table."""
+        """The commit lock (`lock.enabled=true` only) and the maintenance lock of a table.
+
+        The commit lock is of `lock.type`. The maintenance lock is lakeformat's own: always the
+        lease object beside the warehouse, whatever the catalog, so a JDBC catalog and a plain
+        warehouse catalog (the CLI, say) on one table exclude each other — except on a store
+        that cannot hold a lease (no conditional writes), where only `lock.type=jdbc` can."""
         ident = Identifier.parse(identifier)
         cfg = self.config.lock
-        if cfg.type == "jdbc":
+
+        def lease(kind: str) -> TableLock:
+            where = lease_path(self.file_io, self.warehouse, ident.database, ident.table, kind)
+            return LeaseLock(self.file_io, where, f"{kind} of table {ident}", cfg)
+
+        def jdbc(kind: str) -> TableLock:
             from lakeformat.lock.jdbc import JdbcLock
 
-            client = self._jdbc_client()
             lock_id = f"{self.config.catalog_key}.{ident.database}.{ident.table}"
+            name = lock_id if kind == "commit" else f"{lock_id}.{kind}"
+            return JdbcLock(self._jdbc_client(), name, f"{kind} of table {ident}", cfg)
 
-            def make(kind: str) -> TableLock:
-                name = lock_id if kind == "commit" else f"{lock_id}.{kind}"
-                return JdbcLock(client, name, f"{kind} of table {ident}", cfg)
-        else:
-            def make(kind: str) -> TableLock:
-                where = lease_path(self.file_io, self.warehouse, ident.database, ident.table,
-                                   kind)
-                return LeaseLock(self.file_io, where, f"{kind} of table {ident}", cfg)
-        return TableLocks(make("commit") if cfg.enabled else None, make("maintenance"))
+        commit = (jdbc if cfg.type == "jdbc" else lease)("commit") if cfg.enabled else None
+        maintenance = lease("maintenance")
+        if cfg.type == "jdbc" and not self.file_io.supports_versioned(maintenance.location):
+            maintenance = jdbc("maintenance")
+        return TableLocks(commit, maintenance)
 
     # -- databases -------------------------------------------------------------------------------
     def database_path(self, name: str) -> str:

@@ -110,6 +110,9 @@ class GuardedFileIO(FileIO):
     def delete_versioned(self, path: str, etag: str) -> bool:
         return self.inner.delete_versioned(path, etag)
 
+    def supports_versioned(self, path: str) -> bool:
+        return self.inner.supports_versioned(path)
+
     def exists(self, path: str) -> bool:
         return self.inner.exists(path)
 

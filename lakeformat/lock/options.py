@@ -1,7 +1,9 @@
 """Catalog options of the table locks, by Paimon's names and with Paimon's defaults.
 
-* `lock.enabled` (default false): hold the commit lock around every publish (snapshot,
-  schema, tag), as Paimon does with its catalog lock;
+* `lock.enabled`: hold the commit lock around every publish (snapshot, schema, tag), as
+  Paimon does with its catalog lock. Default as Paimon's `lockEnabled()`: on in a JDBC
+  catalog over an object store (Java's writers there commit by exists-then-rename and rely on
+  it), off otherwise;
 * `lock.type`: `s3` (a lease object on the warehouse's own storage — S3 or local disk; no
   extra service) or `jdbc` (Paimon's `paimon_distributed_locks` table; needs `uri`). Default:
   `jdbc` in a JDBC catalog (`metastore=jdbc`, as Paimon's JdbcCatalog), else `s3`;
@@ -53,7 +55,8 @@ class LockConfig:
     lease_ms: int = _DEFAULT_LEASE_MS
 
     @staticmethod
-    def from_options(options: Mapping[str, str], default_type: str = "s3") -> LockConfig:
+    def from_options(options: Mapping[str, str], default_type: str = "s3",
+                     default_enabled: bool = False) -> LockConfig:
         kind = str(options.get("lock.type", default_type)).strip().lower()
         if kind not in LOCK_TYPES:
             raise UnsupportedError(
@@ -65,7 +68,7 @@ class LockConfig:
             raise InvalidOptionError(f"option 'lock.lease-duration' must be at least 1 s, "
                                      f"got {options.get('lock.lease-duration')!r}")
         return LockConfig(
-            enabled=parse_bool(options, "lock.enabled", False),
+            enabled=parse_bool(options, "lock.enabled", default_enabled),
             type=kind,
             acquire_timeout_ms=_millis(options, "lock-acquire-timeout", _DEFAULT_ACQUIRE_MS),
             check_max_sleep_ms=_millis(options, "lock-check-max-sleep", _DEFAULT_MAX_SLEEP_MS),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from lakeformat.errors import InvalidOptionError, UnsupportedError
 from lakeformat.lock.options import LOCK_OPTIONS, LockConfig
+from lakeformat.storage.fileio import S3_SCHEMES, split_scheme
 from lakeformat.storage.s3 import S3_OPTIONS
 
 __all__ = ["CatalogConfig", "METASTORES", "CATALOG_OPTIONS"]
@@ -61,7 +62,9 @@ def check_catalog_options(options: Mapping[str, str], warehouse: str) -> Catalog
     if wh is not None and wh.rstrip("/") != warehouse.rstrip("/"):
         raise InvalidOptionError(f"catalog option 'warehouse' = {wh!r} differs from the "
                                  f"catalog's warehouse {warehouse!r}")
-    lock = LockConfig.from_options(options, "jdbc" if metastore == "jdbc" else "s3")
+    on_object_store = split_scheme(warehouse)[0] in S3_SCHEMES
+    lock = LockConfig.from_options(options, "jdbc" if metastore == "jdbc" else "s3",
+                                   default_enabled=metastore == "jdbc" and on_object_store)
     uri = options.get("uri")
     if (metastore == "jdbc" or lock.type == "jdbc") and not uri:
         need = "metastore=jdbc" if metastore == "jdbc" else "lock.type=jdbc"

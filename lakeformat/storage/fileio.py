@@ -120,6 +120,11 @@ class FileIO(ABC):
         return self.write_if_absent(path, data)
 
     # -- versioned objects: compare-and-swap on one small object (lease locks) -----------------
+    def supports_versioned(self, path: str) -> bool:
+        """Whether the store under ``path`` enforces the conditions the versioned calls send
+        (local disk always; an S3 store per its probe)."""
+        return True
+
     @abstractmethod
     def read_versioned(self, path: str) -> Versioned:
         """Content and version tag; ``FileNotFoundError`` naming ``path`` if absent."""

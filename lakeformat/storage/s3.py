@@ -151,6 +151,10 @@ class S3FileIO(FileIO):
         return ProbeCache.answer(self._settings.store_id, bucket,
                                  lambda: probe_store(self.client, bucket, directory))
 
+    def supports_versioned(self, path: str) -> bool:
+        bucket, key = file_key(path)
+        return self.conditional_writes(bucket, parent_key(key))
+
     def _require_conditional(self, bucket: str, key: str) -> None:
         if not self.conditional_writes(bucket, parent_key(key)):
             raise unsupported_store_error(self._endpoint or "(AWS S3)", bucket)

@@ -345,3 +345,33 @@ def test_passwords_with_url_characters_never_shown(uri, secret):
     shown = str(err.value)
     assert "127.0.0.1" in shown
     assert secret not in shown and secret.split("?")[-1] + "@" not in shown  # not even a tail
+
+
+def test_a_jdbc_catalog_and_a_plain_warehouse_catalog_share_the_maintenance_lock(
+        jdbc_uri, warehouse):
+    j = lf.Catalog(warehouse, options={"metastore": "jdbc", "uri": jdbc_uri})
+    j.create_database("db")
+    t = j.create_table("db.t", pa.schema([("id", pa.int64())]), primary_keys=["id"],
+                       options={"bucket": "1"})
+    for i in range(3):
+        t.write(pa.table({"id": [i]}))
+    plain = lf.Catalog(warehouse, options={"lock-acquire-timeout": "1 s"})  # e.g. the CLI
+    with t.locks.maintenance.acquire("compact"):
+        with pytest.raises(lf.LockTimeoutError, match="held by compact"):
+            plain.get_table("db.t").expire_snapshots(retain_min=1, older_than="0 s")
+    assert [s.id for s in t.snapshots()] == [1, 2, 3]
+    j.close()
+
+
+def test_lock_enabled_defaults_as_paimon(jdbc_uri, warehouse):
+    """Paimon's lockEnabled(): the option, else on when the warehouse is an object store —
+    for a JDBC catalog, whose Java writers commit there by exists-then-rename under it."""
+    def enabled(wh: str, **options: str) -> bool:
+        return lf.Catalog(wh, options=options).config.lock.enabled
+
+    s3 = {"s3.endpoint": "http://127.0.0.1:1", "s3.access-key": "a", "s3.secret-key": "b"}
+    assert enabled("s3://bucket/wh", metastore="jdbc", uri=jdbc_uri, **s3) is True
+    assert enabled("s3://bucket/wh", metastore="jdbc", uri=jdbc_uri, **s3,
+                   **{"lock.enabled": "false"}) is False
+    assert enabled(warehouse, metastore="jdbc", uri=jdbc_uri) is False
+    assert enabled("s3://bucket/wh", **s3) is False  # filesystem catalog: no lock by default

@@ -62,6 +62,19 @@ OVERSHOOT = 1.02
 RETRACT_KINDS = (1, 3)
 
 
+def null_in_not_null_column(column: str, nulls: int) -> SchemaMismatchError:
+    """Paimon's file writers refuse a null in a NOT NULL column ("Field '<c>' expected not null
+    but found null value"): merged rows can hold one, as a partial-update sequence group that no
+    merged record updated (its ordering fields null in each) is left null — Paimon's merge
+    checks nullability only outside sequence groups — or an aggregate function gives null when
+    retracting. Writing such rows fails, and so does reading them (see `TableRead`)."""
+    return SchemaMismatchError(
+        f"column {column!r} is NOT NULL but has {nulls} null value(s) after the merge; a "
+        "possible cause is a partial-update sequence group that no merged record of the key "
+        "updated (its ordering fields all null), or an aggregate function that produced null "
+        "when retracting")
+
+
 def _positive_int(options: CoreOptions, key: str) -> int | None:
     raw = options.get(key)
     if raw is None:
@@ -167,8 +180,7 @@ class KeyValueFileWriter:
                 raise SchemaMismatchError(f"key-value input has no column {src!r}")
             col = kv.column(src)
             if not field.type.nullable and col.null_count:
-                raise SchemaMismatchError(
-                    f"column {src!r} is NOT NULL but has {col.null_count} null values")
+                raise null_in_not_null_column(src, col.null_count)
             if not col.type.equals(target.type):
                 try:
                     col = col.cast(target.type)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeformat.data.kv_file import null_in_not_null_column
 from lakeformat.errors import ColumnNotFoundError
 from lakeformat.merge import merge_engine
 from lakeformat.meta.snapshot import Snapshot
@@ -51,6 +52,7 @@ class ReadPlan:
     read_columns: list[str]  # table columns the merge reads (schema order)
     output: pa.Schema  # the requested columns, in the requested order
     predicate: pc.Expression | None  # row filter, applied to merged rows
+    not_null: tuple[str, ...] = ()  # NOT NULL columns of read_columns, checked after the merge
 
 
 class TableRead:
@@ -81,7 +83,8 @@ class TableRead:
         output = arrow_schema([self.schema.field(c) for c in wanted], with_id=False)
         scan = FileStoreScan(self.file_io, self.table_path, self.schema)
         splits = scan.splits(snapshot, partition_predicate(filter, self.schema.partition_keys))
-        return ReadPlan(splits, read_cols, output, to_expression(filter))
+        not_null = tuple(c for c in read_cols if not self.schema.field(c).type.nullable)
+        return ReadPlan(splits, read_cols, output, to_expression(filter), not_null)
 
     def read(self, snapshot: Snapshot | None, columns: Sequence[str] | None = None,
              filter: Filter = None, max_workers: int | None = None) -> pa.Table:
@@ -125,6 +128,12 @@ class TableRead:
         for section in interval_partition(split.files, self.cmp):
             for piece in reader.merge_section(section, drop_delete=True):
                 rows = piece.rows
+                for name in plan.not_null:
+                    # a merge may leave null where the schema forbids it; Paimon's writers
+                    # refuse such rows, so flushes and compactions fail: reads fail alike, and
+                    # before the filter, as the merge's own null checks do
+                    if rows[name].null_count:
+                        raise null_in_not_null_column(name, rows[name].null_count)
                 if plan.predicate is not None:
                     rows = rows.filter(plan.predicate)
                 yield rows.select(wanted).cast(plan.output)

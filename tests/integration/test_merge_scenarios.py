@@ -70,6 +70,39 @@ def test_two_sequence_groups_and_null_ordering_values(catalog):
         assert (row["name"], row["age"]) == (name, age), written
 
 
+
+def test_sequence_group_left_null_in_a_not_null_column_is_refused(catalog):
+    """Java's PartialUpdateMergeFunction checks NOT NULL only outside sequence groups: a group
+    whose ordering field is null in every merged record of a key leaves its NOT NULL column
+    null, and Paimon's file writers refuse the row ("Field 'v' expected not null but found null
+    value"). Reads, compactions and writes refuse it by name; nothing is committed."""
+    schema = pa.schema([pa.field("id", pa.int32(), False), ("ts", pa.int64()),
+                        pa.field("v", pa.int8(), False), ("other", pa.int32())])
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options={
+        "merge-engine": "partial-update", "fields.ts.sequence-group": "v", "bucket": "1"})
+    write_rows(t, schema, (1, None, 5, None), (2, 7, 1, None))
+    assert read_rows(t) == [(1, None, 5, None), (2, 7, 1, None)]  # lone records as written
+    write_rows(t, schema, (2, None, 2, 20))  # group skipped, but key 2 had a winner: v stays 1
+    assert read_rows(t) == [(1, None, 5, None), (2, 7, 1, 20)]
+
+    write_rows(t, schema, (1, None, 6, 10))  # no record of key 1 ever updates the group
+    snapshots, files = len(t.snapshots()), sorted(f["file_name"] for f in t.files())
+    for read in (t.read, lambda: t.read(columns=["id"]), lambda: t.read_batches().read_all()):
+        with pytest.raises(lf.SchemaMismatchError, match="column 'v' is NOT NULL"):
+            read()
+    with pytest.raises(lf.SchemaMismatchError, match="column 'v' is NOT NULL"):
+        t.compact(full=True)
+    with pytest.raises(lf.SchemaMismatchError, match="column 'v' is NOT NULL"):
+        write_rows(t, schema, (3, None, 1, None), (3, None, 2, None))  # merged in one flush
+    assert len(t.snapshots()) == snapshots
+    assert sorted(f["file_name"] for f in t.files()) == files
+
+    write_rows(t, schema, (1, 3, 9, None))  # a record with an ordering value fills the group
+    assert read_rows(t) == [(1, 3, 9, 10), (2, 7, 1, 20)]
+    t.compact(full=True)
+    assert read_rows(t) == [(1, 3, 9, 10), (2, 7, 1, 20)]
+
+
 # -- plain partial-update and aggregation (Paimon docs examples) ---------------------------------
 
 def test_partial_update_fills_columns_from_successive_writes(catalog):

@@ -38,7 +38,7 @@ from lakeformat import clock
 from lakeformat.errors import LockLostError, LockTimeoutError
 from lakeformat.lock.options import LockConfig
 
-__all__ = ["LockHolder", "Lease", "TableLock", "LeaseKeeper", "acquire_with_retry",
+__all__ = ["LockHolder", "Lease", "KeptLease", "TableLock", "LeaseKeeper", "acquire_with_retry",
            "new_holder"]
 
 _log = logging.getLogger(__name__)
@@ -99,6 +99,33 @@ class Lease(ABC):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.release()
+
+
+class KeptLease(Lease):
+    """A lease renewed by a `LeaseKeeper` (`_keeper`): checked through it, released once by
+    stopping it and then giving the lock back (`_give_back`, best effort: an unreleased lease
+    runs out by itself)."""
+
+    _keeper: LeaseKeeper
+    _released = False
+
+    @abstractmethod
+    def _give_back(self) -> None:
+        """Free the lock if it is still ours (never somebody else's)."""
+
+    def check(self) -> None:
+        self._keeper.check()
+
+    def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        self._keeper.stop()
+        try:
+            self._give_back()
+        except Exception as e:
+            _log.warning("could not give back %s (it runs out by itself): %s",
+                         self._keeper.what, e)
 
 
 class TableLock(ABC):

@@ -37,6 +37,7 @@ from typing import Any
 from lakeformat import clock
 from lakeformat.errors import InvalidOptionError
 from lakeformat.lock.base import (
+    KeptLease,
     Lease,
     LeaseKeeper,
     LockHolder,
@@ -129,14 +130,13 @@ def _ttl_seconds(lease_ms: int) -> int:
     return max(1, lease_ms // 1000 + 2)
 
 
-class JdbcLease(Lease):
+class JdbcLease(KeptLease):
     """Our row of `paimon_distributed_locks`: renewed in the background, checked before every
     publish, deleted on release only while it is still ours."""
 
     def __init__(self, lock: JdbcLock, holder: LockHolder, started: float):
         self.lock = lock
         self.holder = holder
-        self._released = False
         self._keeper = LeaseKeeper(lock.location, lock.config.lease_ms, self._renew, started)
 
     def _owned(self) -> dict[str, Any]:
@@ -157,22 +157,12 @@ class JdbcLease(Lease):
             f"WHERE lock_id = :id AND lock_owner = :owner AND NOT ({d.owned_expired})",
             self._owned()))
 
-    def check(self) -> None:
-        self._keeper.check()
-
-    def release(self) -> None:
-        if self._released:
-            return
-        self._released = True
-        self._keeper.stop()
+    def _give_back(self) -> None:
         client = self.lock.client
-        try:
-            client.execute(f"DELETE FROM {LOCKS_TABLE} WHERE lock_id = :id AND lock_owner = :owner",
-                           self._owned())
-            client.execute(f"DELETE FROM {HOLDERS_TABLE} "
-                           "WHERE lock_id = :id AND lock_owner = :owner", self._owned())
-        except Exception:  # the row expires by itself; nothing else to undo
-            pass
+        client.execute(f"DELETE FROM {LOCKS_TABLE} WHERE lock_id = :id AND lock_owner = :owner",
+                       self._owned())
+        client.execute(f"DELETE FROM {HOLDERS_TABLE} "
+                       "WHERE lock_id = :id AND lock_owner = :owner", self._owned())
 
 
 class JdbcLock(TableLock):

@@ -25,6 +25,7 @@ import time
 from lakeformat import clock
 from lakeformat.errors import CorruptFileError
 from lakeformat.lock.base import (
+    KeptLease,
     Lease,
     LeaseKeeper,
     LockHolder,
@@ -58,7 +59,7 @@ def _parse(path: str, data: bytes) -> LockHolder:
             "delete the object to free the lock.") from None
 
 
-class S3Lease(Lease):
+class S3Lease(KeptLease):
     """A lease held through the object's version: renewed in the background, checked before
     every publish, released by a conditional delete."""
 
@@ -66,7 +67,6 @@ class S3Lease(Lease):
         self.lock = lock
         self.holder = holder
         self._etag = etag
-        self._released = False
         self._keeper = LeaseKeeper(lock.location, lock.config.lease_ms, self._renew, started)
 
     def _renew(self) -> bool:
@@ -81,18 +81,8 @@ class S3Lease(Lease):
         self._etag, self.holder = etag, renewed
         return True
 
-    def check(self) -> None:
-        self._keeper.check()
-
-    def release(self) -> None:
-        if self._released:
-            return
-        self._released = True
-        self._keeper.stop()
-        try:
-            self.lock.file_io.delete_versioned(self.lock.location, self._etag)
-        except Exception:  # the lease runs out by itself; nothing else to undo
-            pass
+    def _give_back(self) -> None:
+        self.lock.file_io.delete_versioned(self.lock.location, self._etag)
 
 
 class LeaseLock(TableLock):

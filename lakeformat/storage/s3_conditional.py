@@ -81,12 +81,11 @@ def etag_if_ours(client: Any, bucket: str, key: str, token: str) -> str | None:
     return str(head["ETag"])
 
 
-def _condition_ignored(client: Any, bucket: str, key: str, **condition: str) -> bool:
-    """PUT over the existing probe object under a condition that cannot hold: True when the
-    store wrote anyway (or refuses conditional headers outright with 501)."""
+def _ignored(request: Any) -> bool:
+    """Send a request under a condition that cannot hold: True when the store carried it out
+    anyway (or refuses conditional headers outright with 501)."""
     try:
-        client.put_object(Bucket=bucket, Key=key, Body=b"lakeformat probe: must be refused",
-                          **condition)
+        request()
     except Exception as e:
         if is_precondition_failed(e):
             return False
@@ -94,21 +93,19 @@ def _condition_ignored(client: Any, bucket: str, key: str, **condition: str) -> 
             return True
         raise
     return True
+
+
+def _condition_ignored(client: Any, bucket: str, key: str, **condition: str) -> bool:
+    """PUT over the existing probe object under a condition that cannot hold."""
+    return _ignored(lambda: client.put_object(
+        Bucket=bucket, Key=key, Body=b"lakeformat probe: must be refused", **condition))
 
 
 def _delete_condition_ignored(client: Any, bucket: str, key: str) -> bool:
     """DELETE the probe object under a wrong `If-Match` (AWS has honoured it on general
-    purpose buckets since 2025-09): True when the store deleted it anyway. Lease release
-    depends on it: a paused holder must not delete its successor's lease."""
-    try:
-        client.delete_object(Bucket=bucket, Key=key, IfMatch=_NO_SUCH_ETAG)
-    except Exception as e:
-        if is_precondition_failed(e):
-            return False
-        if is_not_implemented(e):
-            return True
-        raise
-    return True
+    purpose buckets since 2025-09). Lease release depends on it: a paused holder must not
+    delete its successor's lease."""
+    return _ignored(lambda: client.delete_object(Bucket=bucket, Key=key, IfMatch=_NO_SUCH_ETAG))
 
 
 def probe_store(client: Any, bucket: str, directory: str) -> bool:

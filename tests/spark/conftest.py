@@ -1,0 +1,131 @@
+"""Fixtures of the Spark suite: one local-mode session for the whole run, a Spark Connect
+server on 127.0.0.1 started on first use and stopped at the end, and the moto S3 server.
+
+Spark's start-up costs ~10 s, so every test shares `spark` (local[2]); tests keep their tables
+in their own temporary warehouses and never change the session's configuration.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import lakeformat as lf
+from tests.support.s3server import MotoS3Server, new_bucket, s3_options
+
+pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    from lakeformat.spark.session import local_session
+
+    session = local_session("local[2]", "lakeformat-tests", conf={
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "2",
+    })
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def spark_connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A Spark Connect session against a server this fixture runs (local[2], 127.0.0.1)."""
+    home = Path(pyspark.__file__).parent
+    port = _free_port()
+    logs = tmp_path_factory.mktemp("spark-connect")
+    cmd = [str(home / "bin" / "spark-submit"),
+           "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+           "--master", "local[2]", "--driver-memory", "2g",
+           "--conf", f"spark.connect.grpc.binding.port={port}",
+           "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+           "--conf", "spark.ui.enabled=false",
+           "--conf", "spark.sql.python.filterPushdown.enabled=true",
+           "--conf", "spark.sql.shuffle.partitions=4",
+           "--conf", "spark.sql.session.timeZone=UTC",
+           "--conf", f"spark.pyspark.python={sys.executable}",
+           "--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+           "spark-internal"]
+    env = dict(os.environ, SPARK_HOME=str(home), PYSPARK_PYTHON=sys.executable)
+    with open(logs / "server.log", "wb") as log:
+        server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.5).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the Spark Connect server did not start: "
+                                       + (logs / "server.log").read_text()[-2000:]) from None
+                time.sleep(0.5)
+        from pyspark.sql import SparkSession
+
+        from lakeformat.spark import register
+
+        session = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+        register(session)
+        yield session
+        session.stop()
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    server = MotoS3Server()
+    endpoint = server.start()
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+
+
+@pytest.fixture()
+def s3_warehouse(s3_server: str) -> tuple[str, dict[str, str]]:
+    """(warehouse URI "s3://<fresh bucket>/wh", Paimon-style S3 options for it)."""
+    return f"s3://{new_bucket(s3_server)}/wh", s3_options(s3_server)
+
+
+@pytest.fixture()
+def local_catalog(tmp_path: Path) -> lf.Catalog:
+    cat = lf.Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    return cat
+
+
+@pytest.fixture(params=["local", "s3"])
+def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> lf.Catalog:
+    """A catalog with database "db", on local disk and on the moto S3 server."""
+    if request.param == "local":
+        cat = lf.Catalog(str(tmp_path / "wh"))
+    else:
+        uri, options = request.getfixturevalue("s3_warehouse")
+        cat = lf.Catalog(uri, options=options)
+    cat.create_database("db")
+    return cat

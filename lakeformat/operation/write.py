@@ -90,10 +90,7 @@ class TableWrite:
         self.engine.check_retracts(table, kinds, self.table_path)
         rows = table.append_column(VALUE_KIND, pa.array(kinds.astype(np.int8)))
         num_buckets = self.options.bucket
-        bucket_cols = [rows[k] for k in self.schema.bucket_keys]
-        bucket_types = [self.schema.field(k).type for k in self.schema.bucket_keys]
-        buckets = bucket_ids(bucket_cols, bucket_types, num_buckets).astype(np.int64)
-        part_codes, part_rows = self._partition_codes(rows)
+        buckets, part_codes, part_rows = self.route(rows)
         combined = part_codes * num_buckets + buckets
         # Group rows by (partition, bucket), keeping arrival order inside each group; small
         # unsigned codes let numpy's stable argsort use a radix sort.
@@ -110,7 +107,7 @@ class TableWrite:
                 continue
             first = int(order[lo])
             values = tuple(part_rows[int(part_codes[first])]) if self.partition_fields else ()
-            partition = to_avro_bytes(list(values), [f.type for f in self.partition_fields])
+            partition = self.partition_bytes(values)
             bucket = int(buckets[first])
             _, max_seq = state.get((partition, bucket), (None, -1))
             part_total = state.get((partition, None), (None, -1))[0]
@@ -122,6 +119,19 @@ class TableWrite:
             units.append(WriteUnit(partition, values, bucket, num_buckets,
                                    grouped.slice(int(lo), int(hi - lo)), max_seq))
         return units
+
+    def route(self, rows: pa.Table) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
+        """Where conformed rows go: each row's bucket, each row's partition code, and the
+        partition values of each code (whole-column work; a Spark job shuffles by these)."""
+        bucket_cols = [rows[k] for k in self.schema.bucket_keys]
+        bucket_types = [self.schema.field(k).type for k in self.schema.bucket_keys]
+        buckets = bucket_ids(bucket_cols, bucket_types, self.options.bucket).astype(np.int64)
+        part_codes, part_rows = self._partition_codes(rows)
+        return buckets, part_codes, part_rows
+
+    def partition_bytes(self, values: tuple) -> bytes:
+        """The BinaryRow of one partition's values, as manifests store it."""
+        return to_avro_bytes(list(values), [f.type for f in self.partition_fields])
 
     def _key_order(self, rows: pa.Table) -> np.ndarray:
         """Stable key order of a unit's rows (ties keep arrival order), in Java's key order

@@ -66,10 +66,9 @@ def read_file(path: str, format: str | None = None, *, schema: Any,
     return _JsonFile(path, data, fields, allow_extra).read()
 
 
-def read_files(paths: str | Sequence[str], format: str | None = None, *, schema: Any,
-               file_io: FileIO | None = None, allow_extra: bool = False) -> pa.Table:
-    """`read_file` over several files and glob patterns (`*`, `?`, `[...]` in the file name),
-    concatenated; a column absent from some files is null in their rows."""
+def expand_paths(paths: str | Sequence[str], file_io: FileIO | None = None) -> list[str]:
+    """The files `paths` names: plain paths as given, glob patterns (`*`, `?`, `[...]` in the
+    file name) expanded in sorted order; `InputFileError` when nothing matches."""
     names = [paths] if isinstance(paths, str) else list(paths)
     files: list[str] = []
     for p in names:
@@ -77,6 +76,14 @@ def read_files(paths: str | Sequence[str], format: str | None = None, *, schema:
         files += _expand(io_, p) if any(ch in p.rsplit("/", 1)[-1] for ch in "*?[") else [p]
     if not files:
         raise InputFileError(f"no input files match {names}")
+    return files
+
+
+def read_files(paths: str | Sequence[str], format: str | None = None, *, schema: Any,
+               file_io: FileIO | None = None, allow_extra: bool = False) -> pa.Table:
+    """`read_file` over several files and glob patterns (`*`, `?`, `[...]` in the file name),
+    concatenated; a column absent from some files is null in their rows."""
+    files = expand_paths(paths, file_io)
     tables = [read_file(f, format, schema=schema, file_io=file_io, allow_extra=allow_extra)
               for f in files]
     return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]

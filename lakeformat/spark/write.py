@@ -274,7 +274,7 @@ def incoming_schema(df: Any) -> pa.Schema:
     """The Arrow schema Spark hands a DataFrame's rows to Python in."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return to_arrow_schema(df.schema)
+    return to_arrow_schema(df.schema, timezone="UTC")
 
 
 def write(df: Any, table: Any, overwrite: bool = False, merge_schema: bool | None = None,

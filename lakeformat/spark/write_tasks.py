@@ -46,7 +46,8 @@ def from_spark(rows: pa.Table, schema: TableSchema) -> pa.Table:
 
     Spark has one timestamp precision (microseconds): a TIMESTAMP(3) column arrives as
     microseconds and is truncated to its declared precision, as Paimon's Spark writer stores
-    it. Only the unit changes here: a time-zone mismatch (Spark TIMESTAMP into a Paimon
+    it, and a TIMESTAMP WITH LOCAL TIME ZONE arrives in the session's zone (the same instant).
+    Only unit and zone name change here: a time-zone mismatch (Spark TIMESTAMP into a Paimon
     TIMESTAMP without time zone, or the reverse) is still refused by `conform`, by name."""
     for f in schema.fields:
         if f.type.root not in ("TIMESTAMP", "TIMESTAMP_LTZ") or f.name not in rows.column_names:
@@ -54,11 +55,12 @@ def from_spark(rows: pa.Table, schema: TableSchema) -> pa.Table:
         col = rows[f.name]
         target = to_arrow(f.type)
         given = col.type
-        if (not pa.types.is_timestamp(given) or given.unit == target.unit
-                or (given.tz is None) != (target.tz is None)):
+        if (not pa.types.is_timestamp(given) or (given.tz is None) != (target.tz is None)
+                or (given.unit == target.unit and given.tz == target.tz)):
             continue
-        finer = _UNITS[target.unit] > _UNITS[given.unit]
-        cast = pc.cast(col, pa.timestamp(target.unit, given.tz), safe=finer)
+        # an instant stays the same instant: Arrow keeps UTC values whatever the zone name
+        finer = _UNITS[target.unit] >= _UNITS[given.unit]
+        cast = pc.cast(col, target, safe=finer)
         rows = rows.set_column(rows.column_names.index(f.name),
                                rows.schema.field(f.name).with_type(cast.type), cast)
     return rows

@@ -1,0 +1,145 @@
+"""The write side of the `lakeformat` data source:
+`df.write.format("lakeformat").mode("append"|"overwrite").option(...).save("db.t")`.
+
+* `LakeformatWriter(options, schema, overwrite)` is built once on the driver side: it opens
+  the table, merges the schema first for a merge-schema write (`option("merge-schema",
+  "true")`; a refused merge fails here, before any task writes) and reads the base snapshot.
+* `write(batches)` runs in every task: the task's rows go to level-0 files per (partition,
+  bucket) (`write_tasks.BucketWriter`). Spark gives a data-source write no distribution, so
+  several tasks may write one bucket: task N numbers its records from
+  base + 1 + N × 2³², so no two tasks tie and a later task wins a key, as a later row does.
+* `commit(messages)` publishes **one** snapshot through the library's `WriteJob` commit (conflict
+  checks, renumbering, idempotent `commit-user`/`commit-identifier`). It runs in a separate
+  Python worker, so its `CommitResult` is written as JSON to `result-path` when given; the
+  snapshot can also be found by its commit user and identifier (`Table.find_commit`).
+* `abort(messages)` deletes the files of the tasks that reported; a task that failed deletes its
+  own files, and anything a lost task left is an orphan no snapshot references.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+from lakeformat.errors import InvalidOptionError
+from lakeformat.operation.commit import SequenceBase
+from lakeformat.operation.merge_schema import wants_merge_schema, write_options
+from lakeformat.operation.runner import ThreadRunner
+from lakeformat.schema.merging import MERGE_SCHEMA as WRITE_MERGE_SCHEMA
+from lakeformat.meta.binary_row import from_avro_bytes
+from lakeformat.operation.write import TableWrite, WriteUnit
+from lakeformat.spark.datasource import open_table
+from lakeformat.spark.write import SparkWriteJob
+from lakeformat.spark.write_tasks import TASK_SEQUENCE_STRIDE, TaskOutput, write_batches
+from lakeformat.storage import get_file_io
+
+#: data-source options of a write (everything else is a catalog option)
+MERGE_SCHEMA = "merge-schema"
+COMMIT_USER = "commit-user"
+COMMIT_IDENTIFIER = "commit-identifier"
+RESULT_PATH = "result-path"
+
+
+@dataclass
+class LakeformatCommitMessage(WriterCommitMessage):
+    """What one task wrote."""
+
+    partition_id: int
+    output: TaskOutput
+
+
+def _identifier(own: dict[str, str]) -> int | None:
+    text = own.get(COMMIT_IDENTIFIER)
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidOptionError(f"option {COMMIT_IDENTIFIER} must be an integer, got "
+                                 f"{text!r}") from None
+
+
+class LakeformatWriter(DataSourceArrowWriter):
+    def __init__(self, options: dict[str, str], schema: Any, overwrite: bool):
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.options = dict(options)
+        self.overwrite = bool(overwrite)
+        self.incoming = to_arrow_schema(schema, timezone="UTC")
+        catalog, table, own = open_table(self.options)
+        try:
+            self.user = own.get(COMMIT_USER)
+            self.identifier = _identifier(own)
+            self.result_path = own.get(RESULT_PATH)
+            per_write = {WRITE_MERGE_SCHEMA: own[MERGE_SCHEMA]} if MERGE_SCHEMA in own else {}
+            opts = write_options(table.table_schema, per_write)
+            merge = opts if wants_merge_schema(opts, None) else None
+            job = SparkWriteJob(table.file_io, table.path, table.table_schema, self.incoming,
+                                self.overwrite, self.user, self.identifier,
+                                merge_schema_options=merge, table_name=table.name)
+            job.plan()  # a merge-schema write publishes its schema here, before any task
+            self.landed = job.landed is not None
+            self.plan = job.write_plan()
+            self.base_state = job.base_state
+            self.base_id = job.base_id
+            self.base_snapshot = job.base.snapshot if job.base else None
+            self.user = job.commit_user  # one user for every task and the commit
+        finally:
+            catalog.close()
+
+    # -- tasks ---------------------------------------------------------------------------------
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> LakeformatCommitMessage:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        pid = ctx.partitionId() if ctx is not None else 0
+        if self.landed:  # this commit already landed: write nothing, commit() reports it
+            return LakeformatCommitMessage(pid, TaskOutput())
+        return LakeformatCommitMessage(
+            pid, write_batches(self.plan, iterator, pid * TASK_SEQUENCE_STRIDE))
+
+    # -- driver --------------------------------------------------------------------------------
+    def _job(self) -> tuple[Any, SparkWriteJob]:
+        catalog, table, _ = open_table(self.options)
+        schema = table.schema_manager.schema(self.plan.schema.id)
+        job = SparkWriteJob(table.file_io, table.path, schema, self.incoming, self.overwrite,
+                            self.user, self.identifier, runner=ThreadRunner(),
+                            table_name=table.name)
+        job.base_state = self.base_state
+        job.base_id = self.base_id
+        job.base = SequenceBase(self.base_snapshot, {})
+        return catalog, job
+
+    def commit(self, messages: list[LakeformatCommitMessage | None]) -> None:
+        catalog, job = self._job()
+        try:
+            if self.landed and job._already_landed(None):
+                result = job.commit()
+            else:
+                job.take_outputs([m.output for m in messages if m is not None])
+                result = job.commit()
+            if self.result_path:
+                path = self.result_path
+                get_file_io(path, catalog.options).write_bytes(
+                    path, json.dumps(result.to_dict(), sort_keys=True).encode())
+        finally:
+            catalog.close()
+
+    def abort(self, messages: list[LakeformatCommitMessage | None]) -> None:
+        catalog, table, _ = open_table(self.options)
+        try:
+            writer = TableWrite(table.file_io, table.path, self.plan.schema)
+            done = [m.output for m in messages if m is not None]
+            job_messages = [msg for out in done for msg in out.messages]
+            types = [f.type for f in self.plan.schema.partition_fields()]
+            units = [WriteUnit(m.partition, tuple(from_avro_bytes(m.partition, types)),
+                               m.bucket, m.total_buckets, pa.table({}), -1)
+                     for m in job_messages]
+            writer.remove_files(job_messages, units)
+        finally:
+            catalog.close()

@@ -22,9 +22,9 @@ _NAMES = {
     "register": "lakeformat.spark.datasource",
     "SparkRunner": "lakeformat.spark.runner",
     "compact": "lakeformat.spark.compaction",
-    "ingest": "lakeformat.spark.ingest",
+    "ingest": "lakeformat.spark.file_ingest",
     "local_session": "lakeformat.spark.session",
-    "write": "lakeformat.spark.write",
+    "write": "lakeformat.spark.write_job",
 }
 
 __all__ = sorted(_NAMES)

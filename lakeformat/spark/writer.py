@@ -34,7 +34,7 @@ from lakeformat.schema.merging import MERGE_SCHEMA as WRITE_MERGE_SCHEMA
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.operation.write import TableWrite, WriteUnit
 from lakeformat.spark.datasource import open_table
-from lakeformat.spark.write import SparkWriteJob
+from lakeformat.spark.write_job import SparkWriteJob
 from lakeformat.spark.write_tasks import TASK_SEQUENCE_STRIDE, TaskOutput, write_batches
 from lakeformat.storage import get_file_io
 

@@ -20,7 +20,7 @@ from lakeformat.ingest import expand_paths, read_file
 from lakeformat.results import CommitResult
 from lakeformat.schema.types import arrow_schema
 from lakeformat.spark.failures import raise_library_error
-from lakeformat.spark.write import write
+from lakeformat.spark.write_job import write
 from lakeformat.storage import FileIO, get_file_io
 
 

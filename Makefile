@@ -13,7 +13,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
-	$(VENV)/bin/pip install $(PIP_FLAGS) -e '.[dev,demo]'
+	$(VENV)/bin/pip install $(PIP_FLAGS) -e '.[dev,demo,spark]'
 	touch $@
 
 # pypaimon 2.1.0 cannot share a venv with Airflow (it pins pyarrow<20): it gets its own,
@@ -44,7 +44,7 @@ postgresql:
 
 test: postgresql test-main test-interop
 
-test-main: $(VENV)/.installed postgresql
+test-main: $(VENV)/.installed $(INTEROP_VENV)/.installed postgresql
 	$(VENV)/bin/python -m pytest tests --ignore=tests/interop -q
 
 test-interop: $(INTEROP_VENV)/.installed

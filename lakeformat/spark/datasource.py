@@ -136,9 +136,19 @@ class LakeformatDataSource(DataSource):
         return spark_schema(table_schema.fields)
 
     def reader(self, schema: StructType) -> Any:
-        from lakeformat.spark.reader import LakeformatReader
+        from lakeformat.operation.compact_select import parse_budget
+        from lakeformat.spark.reader import LakeformatReader, ReadSource
 
-        return LakeformatReader(self.options, schema, self._pinned)
+        catalog, table, ds = open_table(self.options)  # a table dropped since load() fails
+        try:
+            snapshot, table_schema = (self._pinned if self._pinned is not None
+                                      else resolve_snapshot(table, ds))
+        finally:
+            catalog.close()
+        warehouse, options = catalog_options(self.options)
+        source = ReadSource(table.name, table.path, warehouse, options, snapshot, table_schema,
+                            parse_budget(ds.get("memory-budget")))
+        return LakeformatReader(source, schema)
 
     def writer(self, schema, overwrite):
         from lakeformat.spark.writer import LakeformatWriter

@@ -16,7 +16,7 @@ pushed (integers, strings, booleans, dates); everything else is Spark's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,17 +37,16 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from lakeformat.errors import ColumnNotFoundError, InvalidFilterError
-from lakeformat.operation.compact_select import parse_budget
+from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.predicate import check_filter
 from lakeformat.operation.read import ReadPlan, TableRead
 from lakeformat.operation.scan import Split
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
-from lakeformat.spark.datasource import catalog_options, open_table, resolve_snapshot
 from lakeformat.spark.types import arrow_schema_for, spark_batches
 from lakeformat.storage import get_file_io
 
-__all__ = ["LakeformatReader", "SplitPartition", "PUSHABLE_ROOTS"]
+__all__ = ["LakeformatReader", "SplitPartition", "ReadSource", "PUSHABLE_ROOTS"]
 
 #: Paimon type roots whose filters are pushed (Spark's literal and pyarrow's compare alike)
 PUSHABLE_ROOTS = frozenset({"TINYINT", "SMALLINT", "INT", "BIGINT", "CHAR", "VARCHAR",
@@ -81,29 +80,33 @@ class _NullCheck:
     is_null: bool
 
 
-class LakeformatReader(DataSourceReader):
-    """Reads the columns of `schema` (Spark's required schema) of one snapshot."""
+@dataclass(frozen=True)
+class ReadSource:
+    """What a read needs of the table, resolved once on the driver (`LakeformatDataSource`):
+    where its files are and which snapshot, under which schema, is read."""
 
-    def __init__(self, options: Mapping[str, str], schema: StructType,
-                 pinned: tuple[Any, TableSchema] | None = None):
-        catalog, table, ds = open_table(options)
-        try:
-            snapshot, table_schema = pinned if pinned is not None else resolve_snapshot(table, ds)
-        finally:
-            catalog.close()
-        self.table_name: str = table.name
-        self.table_path: str = table.path
-        self.warehouse, self.catalog_options = catalog_options(options)
-        self.snapshot = snapshot
-        self.table_schema: TableSchema = table_schema
-        self.memory_budget = parse_budget(ds.get("memory-budget"))
+    table_name: str
+    table_path: str
+    warehouse: str
+    catalog_options: dict[str, str]
+    snapshot: Snapshot | None
+    table_schema: TableSchema
+    memory_budget: int | None = None
+
+
+class LakeformatReader(DataSourceReader):
+    """Reads the columns of `schema` (what Spark asks for) of one snapshot."""
+
+    def __init__(self, source: ReadSource, schema: StructType):
+        self.source = source
+        self.table_schema = source.table_schema
         self.schema = schema
-        names = table_schema.field_names
+        names = self.table_schema.field_names
         self.columns = list(schema.fieldNames())
         unknown = [c for c in self.columns if c not in names]
         if unknown:
-            raise ColumnNotFoundError(f"columns {unknown} are not in {self.table_name} (at the "
-                                      f"snapshot read); its columns are {names}")
+            raise ColumnNotFoundError(f"columns {unknown} are not in {source.table_name} (at "
+                                      f"the snapshot read); its columns are {names}")
         self.terms: list[tuple[str, str, Any]] = []
         self.null_checks: list[_NullCheck] = []
 
@@ -137,18 +140,19 @@ class LakeformatReader(DataSourceReader):
 
     def _valid(self, term: tuple[str, str, Any]) -> bool:
         try:
-            check_filter([term], self.table_schema.fields, self.table_name)
+            check_filter([term], self.table_schema.fields, self.source.table_name)
         except InvalidFilterError:
             return False
         return True
 
     def _table_read(self) -> TableRead:
-        file_io = get_file_io(self.warehouse, self.catalog_options)
-        return TableRead(file_io, self.table_path, self.table_schema,
-                         SchemaManager(file_io, self.table_path), self.memory_budget)
+        src = self.source
+        file_io = get_file_io(src.warehouse, src.catalog_options)
+        return TableRead(file_io, src.table_path, self.table_schema,
+                         SchemaManager(file_io, src.table_path), src.memory_budget)
 
     def partitions(self) -> list[InputPartition]:
-        plan = self._table_read().plan(self.snapshot, self.columns, self.terms or None)
+        plan = self._table_read().plan(self.source.snapshot, self.columns, self.terms or None)
         splits = [s for s in plan.splits if self._keeps(s)]
         light = replace(plan, splits=[])
         return [SplitPartition(i, s, light) for i, s in enumerate(splits)]

@@ -171,7 +171,7 @@ def test_types_values_and_nullability(spark: Any, local_catalog: lf.Catalog) -> 
         "c": ["abc", None], "vc": ["v", ""], "s": ["ß✓", None], "bin": [b"\x00\xff", None],
         "vb": [b"bytes", None], "d": [dt.date(1969, 12, 31), None],
         "ts3": [dt.datetime(2024, 1, 2, 3, 4, 5, 678000), None], "ts6": [ts, None],
-        "ltz": [ts.replace(tzinfo=dt.timezone.utc), None],
+        "ltz": [ts.replace(tzinfo=dt.UTC), None],
         "arr": [[1, 2], None], "m": [[("k", 1), ("n", None)], None],
         "r": [{"x": 1, "s": "in"}, None],
     }

@@ -78,11 +78,13 @@ def spark_connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
                     raise RuntimeError("the Spark Connect server did not start: "
                                        + (logs / "server.log").read_text()[-2000:]) from None
                 time.sleep(0.5)
-        from pyspark.sql import SparkSession
+        # Connect's own builder: pyspark.sql.SparkSession.builder.remote() refuses to start
+        # while the classic `spark` session of this process runs (SESSION_ALREADY_EXIST)
+        from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
         from lakeformat.spark import register
 
-        session = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+        session = RemoteSparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
         register(session)
         yield session
         session.stop()

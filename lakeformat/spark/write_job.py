@@ -257,10 +257,11 @@ class _WriteTask:
 def _route(df: Any, plan: WritePlan) -> Any:
     """df → rows with their DataFrame position, partition and bucket, shuffled by (partition,
     bucket) and sorted by position within each."""
-    from pyspark.sql import functions as F  # noqa: N812
     from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
-    ordered = df.withColumn(ORDER_COL, F.monotonically_increasing_id())
+    # DataFrame methods and SQL text only: `pyspark.sql.functions` picks classic or Connect
+    # by process-wide state, not by the session the DataFrame belongs to
+    ordered = df.selectExpr("*", f"monotonically_increasing_id() AS {ORDER_COL}")
     schema = StructType([*df.schema.fields,
                          StructField(ORDER_COL, LongType(), False),
                          StructField(PARTITION_COL, BinaryType(), False),

@@ -24,6 +24,7 @@ from lakeformat.errors import (
     DatabaseAlreadyExistsError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
+    EngineError,
     InputFileError,
     InvalidArgumentError,
     InvalidFilterError,
@@ -97,5 +98,6 @@ __all__ = [
     "TagAlreadyExistsError", "DatabaseNotEmptyError", "InvalidArgumentError",
     "ColumnNotFoundError", "CleanupAbortedError", "CommitError", "CommitStateUnknownError",
     "RETRYABLE_ERRORS", "LockError", "LockTimeoutError", "LockLostError",
+    "EngineError",
     "JdbcConnectionError",
 ]

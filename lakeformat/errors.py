@@ -155,9 +155,15 @@ CommitOutcomeUnknownError = CommitStateUnknownError
 
 #: errors after which running the same call again may succeed (with the same commit user and
 #: identifier, a write lands at most once)
+class EngineError(LakeformatError):
+    """The engine running a job's tasks (Spark) failed without a library error to show: a
+    task's result could not be brought back, or the engine lost a unit. Nothing was
+    committed; running the job again is safe."""
+
+
 RETRYABLE_ERRORS: tuple[type[LakeformatError], ...] = (
     CommitConflictError, CommitFailedError, CommitStateUnknownError, LockTimeoutError,
-    LockLostError)
+    LockLostError, EngineError)
 
 
 _SECRET_WORDS = ("secret", "password", "passwd", "token", "credential")

@@ -31,7 +31,7 @@ def library_error(error: BaseException) -> errors.LakeformatError | None:
     try:
         return cls(message.strip())
     except TypeError:  # an error class with a richer constructor
-        return errors.LakeformatError(f"{name}: {message.strip()}")
+        return errors.EngineError(f"{name}: {message.strip()}")
 
 
 def raise_library_error(error: BaseException) -> None | NoReturn:

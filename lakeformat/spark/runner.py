@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from lakeformat.errors import LakeformatError
+from lakeformat.errors import EngineError
 from lakeformat.operation.runner import UnitFailure
 from lakeformat.spark.failures import raise_library_error
 
@@ -36,8 +36,8 @@ def _dumps(value: Any) -> bytes:
     except Exception as e:  # noqa: BLE001 - the unit's own outcome must still reach the driver
         if isinstance(value, UnitFailure):
             err = value.error
-            return pickle.dumps(UnitFailure(LakeformatError(f"{type(err).__name__}: {err}")))
-        return pickle.dumps(UnitFailure(LakeformatError(f"result of a unit did not pickle: {e}")))
+            return pickle.dumps(UnitFailure(EngineError(f"{type(err).__name__}: {err}")))
+        return pickle.dumps(UnitFailure(EngineError(f"result of a unit did not pickle: {e}")))
 
 
 class _RunUnits:
@@ -93,7 +93,7 @@ class SparkRunner:
             results.setdefault(i, pickle.loads(payload))
         missing = [i for i in range(len(units)) if i not in results]
         if missing:
-            raise LakeformatError(f"Spark returned no result for {len(missing)} of "
+            raise EngineError(f"Spark returned no result for {len(missing)} of "
                                   f"{len(units)} work units")
         return [results[i] for i in range(len(units))]
 

@@ -27,9 +27,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lakeformat.errors import LakeformatError
+from lakeformat.errors import EngineError
 from lakeformat.meta.binary_row import from_avro_bytes
-from lakeformat.operation.commit import CommitMessage, SequenceBase, SequenceConflict, snapshot_identity
+from lakeformat.operation.commit import (
+    CommitMessage,
+    SequenceBase,
+    SequenceConflict,
+    snapshot_identity,
+)
 from lakeformat.operation.conform import conform, conform_merged
 from lakeformat.operation.merge_schema import evolve_for_write, wants_merge_schema, write_options
 from lakeformat.operation.runner import Runner, UnitFailure
@@ -249,7 +254,7 @@ class _WriteTask:
         try:
             payload = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001
-            payload = pickle.dumps(UnitFailure(LakeformatError(
+            payload = pickle.dumps(UnitFailure(EngineError(
                 f"{type(out.error).__name__}: {out.error}")))
         yield pa.RecordBatch.from_arrays([pa.array([payload], pa.binary())], names=["output"])
 

@@ -27,13 +27,13 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from lakeformat.errors import InvalidOptionError
+from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.operation.commit import SequenceBase
 from lakeformat.operation.merge_schema import wants_merge_schema, write_options
 from lakeformat.operation.runner import ThreadRunner
-from lakeformat.schema.merging import MERGE_SCHEMA as WRITE_MERGE_SCHEMA
-from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.operation.write import TableWrite, WriteUnit
-from lakeformat.spark.datasource import open_table
+from lakeformat.schema.merging import MERGE_SCHEMA as WRITE_MERGE_SCHEMA
+from lakeformat.spark.options import open_table
 from lakeformat.spark.write_job import SparkWriteJob
 from lakeformat.spark.write_tasks import TASK_SEQUENCE_STRIDE, TaskOutput, write_batches
 from lakeformat.storage import get_file_io

@@ -16,12 +16,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyspark  # the spark extra: `make test` installs it (no skip: a missing engine fails)
 import pytest
 
 import lakeformat as lf
 from tests.support.s3server import MotoS3Server, new_bucket, s3_options
-
-import pyspark  # the spark extra: `make test` installs it (no skip: a missing engine fails)
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,12 @@ from typing import Any
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from lakeformat.spark.options import catalog_options, open_table, resolve_snapshot
+from lakeformat.spark.options import (
+    catalog_options,
+    check_direction,
+    open_table,
+    resolve_snapshot,
+)
 
 __all__ = ["LakeformatDataSource", "register", "open_table"]
 
@@ -58,6 +63,7 @@ class LakeformatDataSource(DataSource):
 
         catalog, table, ds = open_table(self.options)  # a table dropped since load() fails
         try:
+            check_direction(ds, "read")
             snapshot, table_schema = (self._pinned if self._pinned is not None
                                       else resolve_snapshot(table, ds))
         finally:

@@ -39,3 +39,24 @@ def raise_library_error(error: BaseException) -> None | NoReturn:
     found = library_error(error)
     if found is not None and found is not error:
         raise found from error
+
+
+def _analysis_error(error: BaseException) -> bool:
+    """Spark refused the query itself (a missing column, a bad expression): the caller's
+    mistake, shown as Spark reports it."""
+    return any(c.__name__ == "AnalysisException" for c in type(error).__mro__)
+
+
+def reraise(error: BaseException) -> NoReturn:
+    """Raise what a failed Spark job means for the caller: the library error a task raised
+    (its own class and message), Spark's own analysis error for a bad query, or
+    `EngineError` (retryable: nothing was committed) when the engine failed otherwise (an
+    executor lost, a worker killed, a task out of attempts)."""
+    if isinstance(error, errors.LakeformatError):
+        raise error
+    raise_library_error(error)
+    if _analysis_error(error):
+        raise error
+    first = next((line.strip() for line in str(error).splitlines() if line.strip()),
+                 type(error).__name__)
+    raise errors.EngineError(f"the Spark job failed: {first[:500]}") from error

@@ -16,10 +16,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from lakeformat.errors import SchemaMismatchError
 from lakeformat.ingest import expand_paths, read_file
 from lakeformat.results import CommitResult
 from lakeformat.schema.types import arrow_schema
-from lakeformat.spark.failures import raise_library_error
+from lakeformat.spark.failures import reraise
 from lakeformat.spark.write_job import write
 from lakeformat.storage import FileIO, get_file_io
 
@@ -49,9 +50,20 @@ class _ReadFiles:
             for path in batch.column(0).to_pylist():
                 rows = read_file(path, self.format, schema=self.schema, file_io=self.file_io,
                                  allow_extra=self.allow_extra)
-                columns = [rows[f.name].cast(f.type) if f.name in rows.column_names
-                           else pa.nulls(rows.num_rows, f.type) for f in self.target]
+                columns = [_column(rows, f, path) for f in self.target]
                 yield from pa.Table.from_arrays(columns, schema=self.target).to_batches()
+
+
+def _column(rows: pa.Table, field: pa.Field, path: str) -> pa.ChunkedArray:
+    """One column of a file's rows in the type the ingest declared (null when absent)."""
+    if field.name not in rows.column_names:
+        return pa.chunked_array([pa.nulls(rows.num_rows, field.type)])
+    try:
+        return rows[field.name].cast(field.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise SchemaMismatchError(f"{path}: column {field.name!r} is "
+                                  f"{rows.schema.field(field.name).type}, other files have "
+                                  f"{field.type}: {e}") from None
 
 
 def _spark_types(schema: pa.Schema) -> tuple[Any, pa.Schema]:
@@ -103,6 +115,5 @@ def ingest(spark: Any, table: Any, source: str | Sequence[str], format: str | No
                      commit_user=commit_user, commit_identifier=commit_identifier,
                      memory_budget=memory_budget)
     except Exception as e:  # noqa: BLE001 - a file that fails to read fails the Spark job
-        raise_library_error(e)
-        raise
+        reraise(e)
 

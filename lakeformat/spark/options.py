@@ -11,13 +11,14 @@ from typing import Any
 
 from lakeformat.errors import InvalidArgumentError, InvalidOptionError
 
-__all__ = ["open_table", "split_options", "catalog_options", "resolve_snapshot",
+__all__ = ["open_table", "split_options", "catalog_options", "resolve_snapshot", "check_direction",
            "READ_OPTIONS", "WRITE_OPTIONS", "DATA_SOURCE_OPTIONS"]
 
 #: options of a read (everything else but the table's place goes to the catalog)
 READ_OPTIONS = frozenset({"snapshot-id", "tag", "memory-budget"})
 #: options of a write (read by `lakeformat.spark.writer`)
-WRITE_OPTIONS = frozenset({"merge-schema", "commit-user", "commit-identifier", "result-path"})
+WRITE_OPTIONS = frozenset({"merge-schema", "commit-user", "commit-identifier", "result-path",
+                           "memory-budget"})
 #: where the table is: the warehouse URI, and `load("db.t")` (arrives as `path`) or `table`
 PLACE_OPTIONS = frozenset({"warehouse", "path", "table"})
 DATA_SOURCE_OPTIONS = READ_OPTIONS | WRITE_OPTIONS | PLACE_OPTIONS
@@ -94,3 +95,13 @@ def resolve_snapshot(table: Any, ds: Mapping[str, str]) -> tuple[Any, Any]:
     snapshot = table._resolve_snapshot(snapshot_id, tag)
     schema = table._schema_of(snapshot, snapshot_id is not None or tag is not None)
     return snapshot, schema
+
+
+def check_direction(ds: Mapping[str, str], kind: str) -> None:
+    """Refuse a read option on a write and a write option on a read, by name (it would be
+    silently ignored otherwise)."""
+    allowed = READ_OPTIONS if kind == "read" else WRITE_OPTIONS
+    wrong = sorted(k for k in ds if k in DATA_SOURCE_OPTIONS - PLACE_OPTIONS - allowed)
+    if wrong:
+        raise InvalidOptionError(f"option(s) {wrong} do not apply to a {kind}; a {kind} takes "
+                                 f"{sorted(allowed)} besides the catalog options")

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from lakeformat.errors import EngineError
 from lakeformat.operation.runner import UnitFailure
-from lakeformat.spark.failures import raise_library_error
+from lakeformat.spark.failures import reraise
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -86,8 +86,7 @@ class SparkRunner:
         try:
             rows = frame.mapInArrow(_RunUnits(fn), _RESULT_SCHEMA).toArrow()
         except Exception as e:  # noqa: BLE001 - re-raised as the library error it carries
-            raise_library_error(e)
-            raise
+            reraise(e)
         results: dict[int, Any] = {}
         for i, payload in zip(rows.column("idx").to_pylist(), rows.column("result").to_pylist()):
             results.setdefault(i, pickle.loads(payload))

@@ -44,7 +44,7 @@ from lakeformat.results import CommitResult
 from lakeformat.schema.merging import MergeSchemaOptions
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
-from lakeformat.spark.failures import raise_library_error
+from lakeformat.spark.failures import reraise
 from lakeformat.spark.runner import SparkRunner
 from lakeformat.spark.write_tasks import (
     SequenceShifter,
@@ -95,7 +95,8 @@ class SparkWriteJob(WriteJob):
             return []
         if self.merge_schema_options is not None:
             schema, _ = evolve_for_write(SchemaManager(self.file_io, self.table_path),
-                                         self.data, self.merge_schema_options)
+                                         from_spark(self.data, self.schema),
+                                         self.merge_schema_options)
             self._use_schema(schema)
         else:
             conform(from_spark(self.data, self.schema), self.schema)  # fails before any task
@@ -151,8 +152,7 @@ class SparkWriteJob(WriteJob):
         try:
             rows = written.toArrow()
         except Exception as e:  # noqa: BLE001 - a routing failure: nothing was written
-            raise_library_error(e)
-            raise
+            reraise(e)
         self.take_outputs([pickle.loads(b) for b in rows.column("output").to_pylist()])
         return self.messages
 

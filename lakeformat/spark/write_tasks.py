@@ -39,6 +39,7 @@ TASK_SEQUENCE_STRIDE = 1 << 32
 
 
 _UNITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+_UNIT_NAMES = {"s": "second", "ms": "millisecond", "us": "microsecond"}
 
 
 def from_spark(rows: pa.Table, schema: TableSchema) -> pa.Table:
@@ -58,9 +59,12 @@ def from_spark(rows: pa.Table, schema: TableSchema) -> pa.Table:
         if (not pa.types.is_timestamp(given) or (given.tz is None) != (target.tz is None)
                 or (given.unit == target.unit and given.tz == target.tz)):
             continue
-        # an instant stays the same instant: Arrow keeps UTC values whatever the zone name
-        finer = _UNITS[target.unit] >= _UNITS[given.unit]
-        cast = pc.cast(col, target, safe=finer)
+        # an instant stays the same instant: Arrow keeps UTC values whatever the zone name;
+        # dropped digits are floored (toward the past, as Java's Timestamp.fromMicros does),
+        # not truncated toward 1970
+        if _UNITS[target.unit] < _UNITS[given.unit]:
+            col = pc.floor_temporal(col, unit=_UNIT_NAMES[target.unit])
+        cast = pc.cast(col, target)
         rows = rows.set_column(rows.column_names.index(f.name),
                                rows.schema.field(f.name).with_type(cast.type), cast)
     return rows

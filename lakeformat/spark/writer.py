@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,17 +27,23 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from lakeformat.errors import InvalidOptionError
+from lakeformat.errors import InvalidOptionError, UnsupportedError
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.operation.commit import SequenceBase
+from lakeformat.operation.compact_select import parse_budget
 from lakeformat.operation.merge_schema import wants_merge_schema, write_options
 from lakeformat.operation.runner import ThreadRunner
 from lakeformat.operation.write import TableWrite, WriteUnit
 from lakeformat.schema.merging import MERGE_SCHEMA as WRITE_MERGE_SCHEMA
-from lakeformat.spark.options import open_table
+from lakeformat.spark.options import check_direction, open_table
 from lakeformat.spark.write_job import SparkWriteJob
 from lakeformat.spark.write_tasks import TASK_SEQUENCE_STRIDE, TaskOutput, write_batches
 from lakeformat.storage import get_file_io
+
+log = logging.getLogger(__name__)
+#: tasks of one data-source write: task N numbers from base + 1 + N * 2^32, and a bucket's
+#: numbers must stay far inside a Java long across many writes
+MAX_TASKS = 1 << 20
 
 #: data-source options of a write (everything else is a catalog option)
 MERGE_SCHEMA = "merge-schema"
@@ -73,6 +80,7 @@ class LakeformatWriter(DataSourceArrowWriter):
         self.incoming = to_arrow_schema(schema, timezone="UTC")
         catalog, table, own = open_table(self.options)
         try:
+            check_direction(own, "write")
             self.user = own.get(COMMIT_USER)
             self.identifier = _identifier(own)
             self.result_path = own.get(RESULT_PATH)
@@ -81,9 +89,11 @@ class LakeformatWriter(DataSourceArrowWriter):
             merge = opts if wants_merge_schema(opts, None) else None
             job = SparkWriteJob(table.file_io, table.path, table.table_schema, self.incoming,
                                 self.overwrite, self.user, self.identifier,
-                                merge_schema_options=merge, table_name=table.name)
+                                merge_schema_options=merge, table_name=table.name,
+                                memory_budget=parse_budget(own.get("memory-budget")))
             job.plan()  # a merge-schema write publishes its schema here, before any task
             self.landed = job.landed is not None
+            self.landed_snapshot = job.landed
             self.plan = job.write_plan()
             self.base_state = job.base_state
             self.base_id = job.base_id
@@ -100,6 +110,10 @@ class LakeformatWriter(DataSourceArrowWriter):
         pid = ctx.partitionId() if ctx is not None else 0
         if self.landed:  # this commit already landed: write nothing, commit() reports it
             return LakeformatCommitMessage(pid, TaskOutput())
+        if pid >= MAX_TASKS:
+            raise UnsupportedError(f"a lakeformat data-source write takes at most {MAX_TASKS} "
+                                   f"tasks (task {pid}): coalesce the DataFrame, or use "
+                                   "lakeformat.spark.write, which shuffles by bucket")
         return LakeformatCommitMessage(
             pid, write_batches(self.plan, iterator, pid * TASK_SEQUENCE_STRIDE))
 
@@ -116,30 +130,79 @@ class LakeformatWriter(DataSourceArrowWriter):
         return catalog, job
 
     def commit(self, messages: list[LakeformatCommitMessage | None]) -> None:
+        """Publish one snapshot. Spark calls `abort` whenever this raises, so nothing after the
+        publish may raise: writing the result is best effort (logged when it fails)."""
         catalog, job = self._job()
         try:
-            if self.landed and job._already_landed(None):
-                result = job.commit()
+            if self.landed:
+                # planned as already landed: the tasks wrote nothing, and nothing is committed
+                # even when that snapshot has been expired since (an empty OVERWRITE would
+                # wipe the partitions)
+                result = (job.commit() if job._already_landed(None)
+                          else job._result(self.landed_snapshot, [], already=True))
             else:
                 job.take_outputs([m.output for m in messages if m is not None])
                 result = job.commit()
+        except BaseException:
+            _close(catalog)
+            raise
+        try:
             if self.result_path:
-                path = self.result_path
-                get_file_io(path, catalog.options).write_bytes(
-                    path, json.dumps(result.to_dict(), sort_keys=True).encode())
-        finally:
-            catalog.close()
+                get_file_io(self.result_path, catalog.options).write_bytes(
+                    self.result_path, json.dumps(result.to_dict(), sort_keys=True).encode())
+        except Exception as e:  # noqa: BLE001 - the snapshot landed: never let abort() run
+            log.error("%s: snapshot %s landed but its result could not be written to %s: %s",
+                      result.table, result.snapshot_id, self.result_path, e)
+        _close(catalog)
 
     def abort(self, messages: list[LakeformatCommitMessage | None]) -> None:
+        """Delete the reporting tasks' files, unless a snapshot of this write may reference
+        them: a commit that raised after publishing, or whose outcome is unknown, is followed by
+        this call too. When that cannot be ruled out, nothing is deleted (orphan cleanup
+        removes what no snapshot references)."""
+        done = [m.output for m in messages if m is not None]
+        job_messages = [msg for out in done for msg in out.messages]
+        if not job_messages or self.landed:
+            return
         catalog, table, _ = open_table(self.options)
         try:
+            try:
+                mine = _snapshots_of(table.snapshot_manager, self.base_id, self.user)
+            except Exception as e:  # noqa: BLE001 - cannot tell: delete less, never more
+                log.warning("%s: abort keeps the write's files (cannot read snapshots: %s)",
+                            table.name, e)
+                return
+            if mine:
+                log.warning("%s: abort keeps the write's files: snapshot %s of commit user %s "
+                            "landed after the write's base", table.name, mine[0].id, self.user)
+                return
             writer = TableWrite(table.file_io, table.path, self.plan.schema)
-            done = [m.output for m in messages if m is not None]
-            job_messages = [msg for out in done for msg in out.messages]
             types = [f.type for f in self.plan.schema.partition_fields()]
             units = [WriteUnit(m.partition, tuple(from_avro_bytes(m.partition, types)),
                                m.bucket, m.total_buckets, pa.table({}), -1)
                      for m in job_messages]
             writer.remove_files(job_messages, units)
         finally:
-            catalog.close()
+            _close(catalog)
+
+
+def _snapshots_of(snapshots: Any, after: int | None, user: str) -> list[Any]:
+    """Snapshots committed by `user` after snapshot `after` (None: all)."""
+    found = []
+    for i in snapshots.snapshot_ids():
+        if after is not None and i <= after:
+            continue
+        try:
+            snap = snapshots.snapshot(i)
+        except FileNotFoundError:  # expired meanwhile
+            continue
+        if snap.commit_user == user:
+            found.append(snap)
+    return found
+
+
+def _close(catalog: Any) -> None:
+    try:
+        catalog.close()
+    except Exception as e:  # noqa: BLE001 - closing a connection must not fail a write
+        log.warning("closing the catalog failed: %s", e)

@@ -240,3 +240,70 @@ def test_renumbers_buckets_another_writer_landed_in(spark: Any, local_catalog: l
     live = {f["file_name"] for f in t.files()}
     on_disk = {p.name for p in Path(t.path).rglob("data-*")}
     assert on_disk == live  # the first, unrenumbered files were deleted
+
+
+def test_a_result_that_cannot_be_written_never_costs_the_landed_snapshot(
+        spark: Any, tmp_path: Path, local_catalog: lf.Catalog) -> None:
+    """Spark aborts a write whose commit() raised: once the snapshot landed, nothing may."""
+    t = local_catalog.create_table("db.res", pa.schema([
+        pa.field("k", pa.int64(), nullable=False), ("v", pa.int64())]), primary_keys=["k"],
+        options={"bucket": "2"})
+    (tmp_path / "afile").write_text("a file, not a folder")
+    ds_write(spark.createDataFrame([(1, 5), (2, 7)], "k long, v long"), local_catalog,
+             "db.res", **{"result-path": str(tmp_path / "afile" / "result.json")})
+    assert t.read().sort_by("k").to_pylist() == [{"k": 1, "v": 5}, {"k": 2, "v": 7}]
+
+
+def test_a_write_planned_as_landed_commits_nothing_even_once_expired(
+        spark: Any, local_catalog: lf.Catalog) -> None:
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from lakeformat.spark.writer import LakeformatWriter
+
+    t = local_catalog.create_table("db.exp", pa.schema([
+        pa.field("k", pa.int64(), nullable=False), ("v", pa.int64())]), primary_keys=["k"],
+        options={"bucket": "1"})
+    options = {"warehouse": local_catalog.warehouse, "path": "db.exp", "commit-user": "dag",
+               "commit-identifier": "7"}
+    t.write(pa.table({"k": pa.array([1], pa.int64()), "v": [1]}), overwrite=True,
+            commit_user="dag", commit_identifier=7)
+    writer = LakeformatWriter(options, StructType([StructField("k", LongType(), False),
+                                                   StructField("v", LongType())]), True)
+    assert writer.landed
+    t.write(pa.table({"k": pa.array([2], pa.int64()), "v": [2]}))
+    t.expire_snapshots(retain_min=1, retain_max=1)  # the landed snapshot is gone
+    writer.commit([])
+    assert [s.id for s in t.snapshots()] == [2]
+    assert t.read().sort_by("k").to_pylist() == [{"k": 1, "v": 1}, {"k": 2, "v": 2}]
+
+
+def test_spark_timestamps_meet_the_table_precision(spark: Any, local_catalog: lf.Catalog
+                                                   ) -> None:
+    """Microseconds go into TIMESTAMP(3) floored (toward the past, as Java does, also before
+    1970) on a plain and a merge-schema write, and the column keeps its precision."""
+    import datetime as dt
+
+    t = local_catalog.create_table("db.ts", pa.schema([
+        pa.field("k", pa.int64(), nullable=False), ("ts", pa.timestamp("ms"))]),
+        primary_keys=["k"], options={"bucket": "1"})
+    df = spark.createDataFrame(
+        [(1, dt.datetime(1969, 12, 31, 23, 59, 59, 999999)),
+         (2, dt.datetime(2024, 1, 2, 3, 4, 5, 678901))], "k long, ts timestamp_ntz")
+    lfs.write(df, t)
+    lfs.write(df.selectExpr("k + 10 AS k", "ts", "1 AS extra"), t, merge_schema=True)
+    assert str(t.table_schema.field("ts").type) == "TIMESTAMP(3)"
+    got = t.read().sort_by("k")["ts"].to_pylist()
+    assert got == [dt.datetime(1969, 12, 31, 23, 59, 59, 999000),
+                   dt.datetime(2024, 1, 2, 3, 4, 5, 678000)] * 2
+
+
+def test_options_of_the_other_direction_are_refused(spark: Any, local_catalog: lf.Catalog
+                                                    ) -> None:
+    local_catalog.create_table("db.dir", pa.schema([
+        pa.field("k", pa.int64(), nullable=False)]), primary_keys=["k"],
+        options={"bucket": "1"})
+    df = spark.createDataFrame([(1,)], "k long")
+    with pytest.raises(Exception, match="snapshot-id"):
+        ds_write(df, local_catalog, "db.dir", **{"snapshot-id": "1"})
+    with pytest.raises(Exception, match="result-path"):
+        ds_read(spark, local_catalog, "db.dir", **{"result-path": "/tmp/x.json"})

@@ -37,3 +37,8 @@ def test_write_compact_and_read_over_spark_connect(spark_connect: Any, tmp_path:
     assert got == [{"id": 0, "a": "0", "b": 0}, {"id": 1, "a": "1", "b": None},
                    {"id": 2, "a": "2", "b": 6}, {"id": 3, "a": "3", "b": None}]
     assert t.read().num_rows == 100
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "x.json").write_text('{"id": 500, "a": "json"}\n')
+    assert lfs.ingest(spark, t, str(landing / "*.json")).rows_written == 1
+    assert t.read().num_rows == 101

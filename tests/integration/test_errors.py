@@ -84,11 +84,12 @@ def test_cleanup_that_cannot_read_a_tag_aborts_and_deletes_nothing(table):
     assert {s.path for s in table.file_io.list_recursive(table.path)} == before
 
 
-def test_retryable_errors_are_the_commit_and_lock_outcomes():
+def test_retryable_errors_are_the_commit_lock_and_engine_outcomes():
     assert set(lf.RETRYABLE_ERRORS) == {lf.CommitConflictError, lf.CommitFailedError,
                                         lf.CommitStateUnknownError, lf.LockTimeoutError,
-                                        lf.LockLostError}
-    assert all(issubclass(e, (lf.CommitError, lf.LockError)) for e in lf.RETRYABLE_ERRORS)
+                                        lf.LockLostError, lf.EngineError}
+    assert all(issubclass(e, (lf.CommitError, lf.LockError, lf.EngineError))
+               for e in lf.RETRYABLE_ERRORS)
     assert lf.CommitOutcomeUnknownError is lf.CommitStateUnknownError
 
 

@@ -30,6 +30,7 @@ with the CPU seconds of the driver process, its JVM and its Python workers (from
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -38,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -122,8 +124,6 @@ class WorkerMemory:
     def __init__(self, every: float = 0.02, rescan: float = 0.5):
         self.every, self.rescan, self.root = every, rescan, os.getpid()
         self.peak_worker = self.peak_total = self.workers = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         scanned, tree = 0.0, {}
@@ -139,13 +139,17 @@ class WorkerMemory:
             self.peak_total = max(self.peak_total, sum(rss.values()))
             self._stop.wait(self.every)
 
-    def __enter__(self) -> WorkerMemory:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    @contextlib.contextmanager
+    def resume(self) -> Iterator[None]:
+        """Sample while the block runs (the peaks carry over from earlier blocks)."""
+        self._stop = threading.Event()
+        thread = threading.Thread(target=self._run, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            self._stop.set()
+            thread.join()
 
     def report(self) -> dict:
         return {"peak_worker": self.peak_worker, "peak_total": self.peak_total,
@@ -178,26 +182,27 @@ def child_write(args: argparse.Namespace) -> dict:
     (warm.write.format("lakeformat").mode("append")
      .option("warehouse", str(work / "warm-source")).save(NAME))
     out: dict = {"rows": rows, "floor_s": [], "spark_s": [], "source_s": []}
-    mem = WorkerMemory()
-    with mem:
-        for i in range(args.repeat):
-            _, t = timed((src.write.option("compression", "zstd")
-                          .option("parquet.compression.codec.zstd.level", "1").parquet),
-                         str(work / f"floor-{i}"))
-            out["floor_s"].append(t)
-            shutil.rmtree(work / f"floor-{i}", ignore_errors=True)
-            table = create(work / f"spark-{i}", SCHEMA, "deduplicate", args.bucket)
+    job_mem, source_mem = WorkerMemory(), WorkerMemory()
+    for i in range(args.repeat):
+        _, t = timed((src.write.option("compression", "zstd")
+                      .option("parquet.compression.codec.zstd.level", "1").parquet),
+                     str(work / f"floor-{i}"))
+        out["floor_s"].append(t)
+        shutil.rmtree(work / f"floor-{i}", ignore_errors=True)
+        table = create(work / f"spark-{i}", SCHEMA, "deduplicate", args.bucket)
+        with job_mem.resume():
             res, t = timed(lfs.write, src, table, memory_budget=args.memory_budget)
-            out["spark_s"].append(t)
-            out["files"] = res.files_added
-            create(work / f"source-{i}", SCHEMA, "deduplicate", args.bucket)
-            writer = (src.write.format("lakeformat").mode("append")
-                      .option("warehouse", str(work / f"source-{i}")))
+        out["spark_s"].append(t)
+        out["files"] = res.files_added
+        create(work / f"source-{i}", SCHEMA, "deduplicate", args.bucket)
+        writer = (src.write.format("lakeformat").mode("append")
+                  .option("warehouse", str(work / f"source-{i}")))
+        with source_mem.resume():
             out["source_s"].append(timed(writer.save, NAME)[1])
-            if i < args.repeat - 1:
-                for name in ("spark", "source"):
-                    shutil.rmtree(work / f"{name}-{i}", ignore_errors=True)
-    out["mem"] = mem.report()
+        if i < args.repeat - 1:
+            for name in ("spark", "source"):
+                shutil.rmtree(work / f"{name}-{i}", ignore_errors=True)
+    out["mem"] = {"job": job_mem.report(), "source": source_mem.report()}
     src.unpersist()
     spark.stop()
     return out
@@ -211,12 +216,12 @@ def child_compact(args: argparse.Namespace) -> dict:
     lfs.compact(spark, lf.Catalog(str(work / "warm")).get_table(NAME))
     out: dict = {"compact_s": []}
     mem = WorkerMemory()
-    with mem:
-        for i in range(args.repeat):
-            table = lf.Catalog(str(work / f"copy-{i}")).get_table(NAME)
+    for i in range(args.repeat):
+        table = lf.Catalog(str(work / f"copy-{i}")).get_table(NAME)
+        with mem.resume():
             res, t = timed(lfs.compact, spark, table, memory_budget=args.memory_budget)
-            out["compact_s"].append(t)
-            out["files"] = [res.total.files_in, res.total.files_out]
+        out["compact_s"].append(t)
+        out["files"] = [res.total.files_in, res.total.files_out]
     out["mem"] = mem.report()
     from lakeformat.spark.runner import SparkRunner
 
@@ -427,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.skip != "ingest":
             part, mem = ingest(args, tmp)
             lines += part
-            mems["write local[2]"] = mem  # the job's and the data source's workers
+            mems["write local[2]"], mems["data source local[2]"] = mem["job"], mem["source"]
         if args.skip != "compaction":
             part, mem = compaction(args, tmp)
             lines += part

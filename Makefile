@@ -53,6 +53,7 @@ test-interop: $(INTEROP_VENV)/.installed
 bench: $(VENV)/.installed $(INTEROP_VENV)/.installed
 	$(VENV)/bin/python bench/write_read.py
 	$(VENV)/bin/python bench/compaction.py
+	$(VENV)/bin/python bench/spark.py
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check lakeformat tests bench

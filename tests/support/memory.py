@@ -33,6 +33,10 @@ def high_water() -> int:
 def run_child(code: str, *args: str) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    # pyarrow imports pandas on its first `pa.array` when pandas is installed (the spark
+    # extra brings it): load it before the child takes any baseline, so a figure is the
+    # measured job's own memory, not ~40 MiB of pandas
+    code = "import pyarrow as _pa\n_pa.array([0])\n" + code
     out = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True,
                          text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])

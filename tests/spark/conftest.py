@@ -19,8 +19,13 @@ from pathlib import Path
 import pyspark  # the spark extra: `make test` installs it (no skip: a missing engine fails)
 import pytest
 
-import lakeformat as lf
-from tests.support.s3server import MotoS3Server, new_bucket, s3_options
+from tests.support.catalogs import (  # noqa: F401 - fixtures shared with the integration suite
+    catalog,
+    local_catalog,
+    s3_bucket,
+    s3_server,
+    s3_warehouse,
+)
 
 
 @pytest.fixture(scope="session")
@@ -95,38 +100,3 @@ def spark_connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
                 server.wait()
-
-
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[str]:
-    server = MotoS3Server()
-    endpoint = server.start()
-    try:
-        yield endpoint
-    finally:
-        server.stop()
-
-
-@pytest.fixture()
-def s3_warehouse(s3_server: str) -> tuple[str, dict[str, str]]:
-    """(warehouse URI "s3://<fresh bucket>/wh", Paimon-style S3 options for it)."""
-    return f"s3://{new_bucket(s3_server)}/wh", s3_options(s3_server)
-
-
-@pytest.fixture()
-def local_catalog(tmp_path: Path) -> lf.Catalog:
-    cat = lf.Catalog(str(tmp_path / "wh"))
-    cat.create_database("db")
-    return cat
-
-
-@pytest.fixture(params=["local", "s3"])
-def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> lf.Catalog:
-    """A catalog with database "db", on local disk and on the moto S3 server."""
-    if request.param == "local":
-        cat = lf.Catalog(str(tmp_path / "wh"))
-    else:
-        uri, options = request.getfixturevalue("s3_warehouse")
-        cat = lf.Catalog(uri, options=options)
-    cat.create_database("db")
-    return cat

@@ -29,8 +29,7 @@ def _source_io(table: Any, path: str) -> FileIO:
     """S3 files are read with the table's S3 settings (endpoint, credentials) when the table
     lives on S3; local files with the local file system."""
     if path.startswith(("s3://", "s3a://")) and table.path.startswith(("s3://", "s3a://")):
-        inner = getattr(table.file_io, "unguarded", None)
-        return inner() if callable(inner) else table.file_io
+        return table.file_io  # shipped to a task it pickles to the plain S3 FileIO
     return get_file_io(path, {})
 
 

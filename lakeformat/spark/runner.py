@@ -29,7 +29,7 @@ R = TypeVar("R")
 _RESULT_SCHEMA = "idx long, result binary"
 
 
-def _dumps(value: Any) -> bytes:
+def dump_result(value: Any) -> bytes:
     """Pickle a result; an error that does not pickle comes back as its text."""
     try:
         return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
@@ -53,7 +53,7 @@ class _RunUnits:
             for i, payload in zip(idx, raw):
                 result = self.fn(pickle.loads(payload))
                 yield pa.RecordBatch.from_arrays(
-                    [pa.array([i], pa.int64()), pa.array([_dumps(result)], pa.binary())],
+                    [pa.array([i], pa.int64()), pa.array([dump_result(result)], pa.binary())],
                     names=["idx", "result"])
 
 

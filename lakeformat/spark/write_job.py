@@ -27,8 +27,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lakeformat.errors import EngineError
-from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.operation.commit import (
     CommitMessage,
     SequenceBase,
@@ -37,7 +35,7 @@ from lakeformat.operation.commit import (
 )
 from lakeformat.operation.conform import conform, conform_merged
 from lakeformat.operation.merge_schema import evolve_for_write, wants_merge_schema, write_options
-from lakeformat.operation.runner import Runner, UnitFailure
+from lakeformat.operation.runner import Runner, UnitFailure, captured, default_runner
 from lakeformat.operation.write import TableWrite, WriteUnit
 from lakeformat.operation.write_job import RENUMBER_GAP, WriteJob
 from lakeformat.results import CommitResult
@@ -45,13 +43,14 @@ from lakeformat.schema.merging import MergeSchemaOptions
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.spark.failures import reraise
-from lakeformat.spark.runner import SparkRunner
+from lakeformat.spark.runner import SparkRunner, dump_result
 from lakeformat.spark.write_tasks import (
     SequenceShifter,
     ShiftUnit,
     TaskOutput,
     WritePlan,
     from_spark,
+    message_units,
     write_batches,
 )
 from lakeformat.storage import FileIO
@@ -60,10 +59,6 @@ PARTITION_COL = "__lakeformat_partition"
 BUCKET_COL = "__lakeformat_bucket"
 ORDER_COL = "__lakeformat_order"
 HELPER_COLUMNS = (PARTITION_COL, BUCKET_COL, ORDER_COL)
-
-
-def empty_rows(arrow_schema: pa.Schema) -> pa.Table:
-    return arrow_schema.empty_table()
 
 
 class SparkWriteJob(WriteJob):
@@ -78,7 +73,7 @@ class SparkWriteJob(WriteJob):
                  merge_schema_options: dict[str, str] | None = None,
                  runner: Runner | None = None, table_name: str | None = None,
                  memory_budget: int | None = None):
-        super().__init__(file_io, table_path, schema, empty_rows(incoming), None, overwrite,
+        super().__init__(file_io, table_path, schema, incoming.empty_table(), None, overwrite,
                          commit_user, commit_identifier,
                          merge_schema_options=merge_schema_options, runner=runner,
                          table_name=table_name)
@@ -131,11 +126,8 @@ class SparkWriteJob(WriteJob):
                     merged[key] = CommitMessage(m.partition, m.bucket, m.total_buckets,
                                                 new_files=list(m.new_files))
         self.messages = list(merged.values())
-        types = [f.type for f in self.schema.partition_fields()]
         start = {k: seq for k, (_, seq) in self.base_state.items() if k[1] is not None}
-        self.units = [WriteUnit(p, tuple(from_avro_bytes(p, types)), b, m.total_buckets,
-                                _NO_ROWS, start.get((p, b), -1))
-                      for (p, b), m in merged.items()]
+        self.units = message_units(self.schema, self.messages, start)
         self.base = SequenceBase(self.base.snapshot if self.base else None,
                                  {(u.partition, u.bucket): u.max_sequence_number
                                   for u in self.units})
@@ -170,7 +162,7 @@ class SparkWriteJob(WriteJob):
                   for m in self.messages if (m.partition, m.bucket) in redo]
         old = [s.message for s in shifts]
         shifter = SequenceShifter(self.file_io, self.table_path, self.schema)
-        results = (self.runner or _threads()).map(_Captured(shifter), shifts)
+        results = default_runner(self.runner).map(captured(shifter), shifts)
         fresh = [r for r in results if isinstance(r, CommitMessage)]
         failed = [r.error for r in results if isinstance(r, UnitFailure)]
         if failed:
@@ -188,28 +180,6 @@ class SparkWriteJob(WriteJob):
         result = super()._result(snap, entries, already)
         return dataclasses.replace(result, rows_written=self.rows_written if not already
                                    else result.rows_written)
-
-
-_NO_ROWS = pa.table({})
-
-
-def _threads() -> Runner:
-    from lakeformat.operation.runner import ThreadRunner
-
-    return ThreadRunner()
-
-
-class _Captured:
-    """`fn` returning its error as a `UnitFailure` (picklable, unlike a closure)."""
-
-    def __init__(self, fn: Any):
-        self.fn = fn
-
-    def __call__(self, unit: Any) -> Any:
-        try:
-            return self.fn(unit)
-        except Exception as error:  # noqa: BLE001 - handed back to the driver
-            return UnitFailure(error)
 
 
 class _Router:
@@ -251,12 +221,8 @@ class _WriteTask:
             out: Any = write_batches(self.plan, (b.drop_columns(drop) for b in batches))
         except Exception as error:  # noqa: BLE001 - the driver deletes every task's files
             out = UnitFailure(error)
-        try:
-            payload = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # noqa: BLE001
-            payload = pickle.dumps(UnitFailure(EngineError(
-                f"{type(out.error).__name__}: {out.error}")))
-        yield pa.RecordBatch.from_arrays([pa.array([payload], pa.binary())], names=["output"])
+        yield pa.RecordBatch.from_arrays([pa.array([dump_result(out)], pa.binary())],
+                                         names=["output"])
 
 
 def _route(df: Any, plan: WritePlan) -> Any:

@@ -14,6 +14,7 @@ new base would give.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -85,10 +86,6 @@ class WritePlan:
     #: the write's options when it is a merge-schema write (rows conformed with its casts)
     merge_options: dict[str, str] | None = None
 
-    def partition_values(self, partition: bytes) -> tuple:
-        return tuple(from_avro_bytes(partition, [f.type for f in
-                                                 self.schema.partition_fields()]))
-
 
 @dataclass
 class TaskOutput:
@@ -158,6 +155,19 @@ class BucketWriter:
         self.pending = {}
         self.writer.remove_files(self.output.messages, self.units)
         self.output.messages = []
+
+
+def message_units(schema: TableSchema, messages: Sequence[CommitMessage],
+                  start: dict[tuple[bytes, int], int] | None = None) -> list[WriteUnit]:
+    """A row-less `WriteUnit` per (partition, bucket) of `messages`: where their files live
+    (for `TableWrite.remove_files`) and the number each bucket's records start after."""
+    types = [f.type for f in schema.partition_fields()]
+    keys = {(m.partition, m.bucket): m.total_buckets for m in messages}
+    return [WriteUnit(p, tuple(from_avro_bytes(p, types)), b, total, _NO_ROWS,
+                      (start or {}).get((p, b), -1)) for (p, b), total in keys.items()]
+
+
+_NO_ROWS = pa.table({})
 
 
 def write_batches(plan: WritePlan, batches, sequence_offset: int = 0) -> TaskOutput:

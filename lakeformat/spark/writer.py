@@ -28,16 +28,20 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from lakeformat.errors import InvalidOptionError, UnsupportedError
-from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.operation.commit import SequenceBase
 from lakeformat.operation.compact_select import parse_budget
 from lakeformat.operation.merge_schema import wants_merge_schema, write_options
 from lakeformat.operation.runner import ThreadRunner
-from lakeformat.operation.write import TableWrite, WriteUnit
+from lakeformat.operation.write import TableWrite
 from lakeformat.schema.merging import MERGE_SCHEMA as WRITE_MERGE_SCHEMA
 from lakeformat.spark.options import check_direction, open_table
 from lakeformat.spark.write_job import SparkWriteJob
-from lakeformat.spark.write_tasks import TASK_SEQUENCE_STRIDE, TaskOutput, write_batches
+from lakeformat.spark.write_tasks import (
+    TASK_SEQUENCE_STRIDE,
+    TaskOutput,
+    message_units,
+    write_batches,
+)
 from lakeformat.storage import get_file_io
 
 log = logging.getLogger(__name__)
@@ -177,11 +181,7 @@ class LakeformatWriter(DataSourceArrowWriter):
                             "landed after the write's base", table.name, mine[0].id, self.user)
                 return
             writer = TableWrite(table.file_io, table.path, self.plan.schema)
-            types = [f.type for f in self.plan.schema.partition_fields()]
-            units = [WriteUnit(m.partition, tuple(from_avro_bytes(m.partition, types)),
-                               m.bucket, m.total_buckets, pa.table({}), -1)
-                     for m in job_messages]
-            writer.remove_files(job_messages, units)
+            writer.remove_files(job_messages, message_units(self.plan.schema, job_messages))
         finally:
             _close(catalog)
 

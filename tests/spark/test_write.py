@@ -297,8 +297,8 @@ def test_spark_timestamps_meet_the_table_precision(spark: Any, local_catalog: lf
                    dt.datetime(2024, 1, 2, 3, 4, 5, 678000)] * 2
 
 
-def test_options_of_the_other_direction_are_refused(spark: Any, local_catalog: lf.Catalog
-                                                    ) -> None:
+def test_options_of_the_other_direction_are_refused(spark: Any, tmp_path: Path,
+                                                    local_catalog: lf.Catalog) -> None:
     local_catalog.create_table("db.dir", pa.schema([
         pa.field("k", pa.int64(), nullable=False)]), primary_keys=["k"],
         options={"bucket": "1"})
@@ -306,4 +306,4 @@ def test_options_of_the_other_direction_are_refused(spark: Any, local_catalog: l
     with pytest.raises(Exception, match="snapshot-id"):
         ds_write(df, local_catalog, "db.dir", **{"snapshot-id": "1"})
     with pytest.raises(Exception, match="result-path"):
-        ds_read(spark, local_catalog, "db.dir", **{"result-path": "/tmp/x.json"})
+        ds_read(spark, local_catalog, "db.dir", **{"result-path": str(tmp_path / "x.json")})

@@ -13,7 +13,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install $(PIP_FLAGS) --upgrade pip
-	$(VENV)/bin/pip install $(PIP_FLAGS) -e '.[dev,demo,spark]'
+	$(VENV)/bin/pip install $(PIP_FLAGS) -e '.[dev,demo,spark,airflow]'
 	touch $@
 
 # pypaimon 2.1.0 cannot share a venv with Airflow (it pins pyarrow<20): it gets its own,
@@ -56,7 +56,7 @@ bench: $(VENV)/.installed $(INTEROP_VENV)/.installed
 	$(VENV)/bin/python bench/spark.py
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check lakeformat tests bench
+	$(VENV)/bin/ruff check lakeformat plugins dags tests bench
 
 clean:
 	rm -rf $(VENV) $(INTEROP_VENV) .pytest_cache

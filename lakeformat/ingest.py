@@ -89,6 +89,30 @@ def read_files(paths: str | Sequence[str], format: str | None = None, *, schema:
     return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
 
 
+def source_file_io(table: Any, path: str) -> FileIO:
+    """How input files are read for `table`: S3 files with the table's S3 settings (endpoint,
+    credentials) when the table lives on S3, anything else with the local file system (or S3
+    with the standard AWS variables)."""
+    if path.startswith(("s3://", "s3a://")) and table.path.startswith(("s3://", "s3a://")):
+        return table.file_io
+    return get_file_io(path, {})
+
+
+def ingest_files(table: Any, source: str | Sequence[str], format: str | None = None,
+                 overwrite: bool = False, merge_schema: bool = False, *,
+                 commit_user: str | None = None, commit_identifier: int | None = None) -> Any:
+    """Write the rows of the files `source` names (paths, glob patterns) into `table` (a
+    `lakeformat.Table`) as one snapshot, in process; the rows are read in whole first.
+    `overwrite=True` replaces the partitions the files cover; `merge_schema=True` adds the
+    files' new columns to the table first. Give `commit_user`/`commit_identifier` (e.g. the
+    DAG task and its logical date) to make a re-run land once. Returns the `CommitResult`."""
+    first = source if isinstance(source, str) else (list(source) or [""])[0]
+    rows = read_files(source, format, schema=table, file_io=source_file_io(table, first),
+                      allow_extra=merge_schema)
+    return table.write(rows, overwrite=overwrite, merge_schema=True if merge_schema else None,
+                       commit_user=commit_user, commit_identifier=commit_identifier)
+
+
 def _expand(file_io: FileIO, pattern: str) -> list[str]:
     folder, _, name = pattern.rpartition("/")
     found = sorted(st.path for st in file_io.list_status(folder or ".")

@@ -340,11 +340,12 @@ class Table:
         """Every tag, ordered by tagged snapshot id then name."""
         return list_tags(self.file_io, self.path)
 
-    def rollback_to(self, target: int | str) -> MaintenanceResult:
+    def rollback_to(self, target: int | str, dry_run: bool = False) -> MaintenanceResult:
         """Make a snapshot id (int) or tag (str) the latest: later snapshots and tags are
-        deleted; files only they used become orphans (`remove_orphan_files`)."""
-        with self._maintaining("rollback", False) as file_io:
-            return rollback_to(file_io, self.path, self.name, target)
+        deleted; files only they used become orphans (`remove_orphan_files`). `dry_run` lists
+        the snapshots and tags it would delete."""
+        with self._maintaining("rollback", dry_run) as file_io:
+            return rollback_to(file_io, self.path, self.name, target, dry_run)
     # -- compaction ----------------------------------------------------------------------------
     def compact(self, full: bool = True, partitions: Sequence[dict[str, Any]] | None = None,
                 where: Filter = None, partition_idle_time: Any = None,

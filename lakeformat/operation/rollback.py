@@ -4,7 +4,8 @@ The target becomes the latest snapshot: `LATEST` is pointed at it first, then la
 files are deleted newest first (readers never see a gap), then tags of later snapshots. Data
 and manifest files that only the removed snapshots used are left for `remove_orphan_files`,
 as in Paimon. Rolling back to a tag whose snapshot has expired restores the snapshot file from
-the tag first.
+the tag first. A dry run checks the target and lists what a rollback would delete, changing
+nothing.
 """
 
 from __future__ import annotations
@@ -19,15 +20,15 @@ from lakeformat.results import MaintenanceResult
 from lakeformat.storage import FileIO
 
 
-def rollback_to(file_io: FileIO, table_path: str, table_name: str, target: int | str
-                ) -> MaintenanceResult:
+def rollback_to(file_io: FileIO, table_path: str, table_name: str, target: int | str,
+                dry_run: bool = False) -> MaintenanceResult:
     start = time.monotonic()
     sm = SnapshotManager(file_io, table_path)
     tags = TagManager(file_io, table_path)
-    result = MaintenanceResult(table_name, "rollback")
+    result = MaintenanceResult(table_name, "rollback", dry_run=dry_run)
     if isinstance(target, str) and not target.isdigit():
         snap = tags.get(target).snapshot
-        if not sm.exists(snap.id):
+        if not sm.exists(snap.id) and not dry_run:
             restored = replace(snap, extra={k: v for k, v in snap.extra.items()
                                             if k not in ("tagCreateTime", "tagTimeRetained")})
             file_io.write_if_absent(sm.snapshot_path(snap.id), restored.to_json().encode())
@@ -40,16 +41,19 @@ def rollback_to(file_io: FileIO, table_path: str, table_name: str, target: int |
                                         "it does not exist (expired or never written); roll "
                                         "back to a tag instead")
     latest = sm.latest_snapshot_id() or target_id
-    sm.commit_latest_hint(target_id)
+    if not dry_run:
+        sm.commit_latest_hint(target_id)
     for sid in range(latest, target_id, -1):
         path = sm.snapshot_path(sid)
         if sm.exists(sid):
-            file_io.delete(path)
+            if not dry_run:
+                file_io.delete(path)
             result.snapshots_deleted.append(sid)
             result.deleted.append(path)
     for tag in tags.tags():
         if tag.snapshot_id > target_id:
-            tags.delete_file(tag.name)
+            if not dry_run:
+                tags.delete_file(tag.name)
             result.deleted.append(tags.tag_path(tag.name))
             result.other_files_deleted += 1
     result.latest_snapshot = target_id

@@ -24,6 +24,7 @@ _NAMES = {
     "compact": "lakeformat.spark.compaction",
     "ingest": "lakeformat.spark.file_ingest",
     "local_session": "lakeformat.spark.session",
+    "session_for": "lakeformat.spark.session",
     "write": "lakeformat.spark.write_job",
 }
 

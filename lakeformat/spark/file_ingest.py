@@ -17,20 +17,12 @@ from typing import Any
 import pyarrow as pa
 
 from lakeformat.errors import SchemaMismatchError
-from lakeformat.ingest import expand_paths, read_file
+from lakeformat.ingest import expand_paths, read_file, source_file_io
 from lakeformat.results import CommitResult
 from lakeformat.schema.types import arrow_schema
 from lakeformat.spark.failures import reraise
 from lakeformat.spark.write_job import write
-from lakeformat.storage import FileIO, get_file_io
-
-
-def _source_io(table: Any, path: str) -> FileIO:
-    """S3 files are read with the table's S3 settings (endpoint, credentials) when the table
-    lives on S3; local files with the local file system."""
-    if path.startswith(("s3://", "s3a://")) and table.path.startswith(("s3://", "s3a://")):
-        return table.file_io  # shipped to a task it pickles to the plain S3 FileIO
-    return get_file_io(path, {})
+from lakeformat.storage import FileIO
 
 
 class _ReadFiles:
@@ -100,7 +92,7 @@ def ingest(spark: Any, table: Any, source: str | Sequence[str], format: str | No
     and its logical date) to make a re-run of the same ingest land once."""
     table.refresh()
     first = source if isinstance(source, str) else (list(source) or [""])[0]
-    io_ = _source_io(table, first)
+    io_ = source_file_io(table, first)  # a table's S3 FileIO pickles to a plain one
     paths = expand_paths(source, io_)
     columns = (_file_columns(paths, io_, format, table) if merge_schema
                else arrow_schema(table.table_schema.fields, with_id=False))

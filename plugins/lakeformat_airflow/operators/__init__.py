@@ -1,0 +1,27 @@
+"""Operators of the lakeformat provider: one library call each, the result's dict for XCom."""
+
+from lakeformat_airflow.operators.base import LakeformatBaseOperator
+from lakeformat_airflow.operators.compact import LakeformatCompactOperator
+from lakeformat_airflow.operators.maintenance import (
+    LakeformatCleanSchemasOperator,
+    LakeformatExpirePartitionsOperator,
+    LakeformatExpireSnapshotsOperator,
+    LakeformatRemoveOrphanFilesOperator,
+)
+from lakeformat_airflow.operators.tags import (
+    LakeformatCreateTagOperator,
+    LakeformatRollbackOperator,
+)
+from lakeformat_airflow.operators.write import (
+    LakeformatAlterTableOperator,
+    LakeformatCreateTableOperator,
+    LakeformatIngestOperator,
+)
+
+__all__ = [
+    "LakeformatAlterTableOperator", "LakeformatBaseOperator", "LakeformatCleanSchemasOperator",
+    "LakeformatCompactOperator", "LakeformatCreateTableOperator", "LakeformatCreateTagOperator",
+    "LakeformatExpirePartitionsOperator", "LakeformatExpireSnapshotsOperator",
+    "LakeformatIngestOperator", "LakeformatRemoveOrphanFilesOperator",
+    "LakeformatRollbackOperator",
+]

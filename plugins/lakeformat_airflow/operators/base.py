@@ -1,0 +1,184 @@
+"""What every lakeformat operator shares: the connection, the table, argument checks, the
+error policy, the commit identity of a run, outlets, and the result returned for XCom.
+
+Error policy: errors lakeformat marks as worth a retry (`lakeformat.RETRYABLE_ERRORS`:
+conflicts, a commit whose outcome is unknown, a lock held too long, an engine failure) and
+errors outside lakeformat (store faults, network) propagate, so Airflow retries the task as
+configured; every other lakeformat error — and a connection that cannot work — fails the task
+at once (`AirflowFailException`) with the library's message: retrying a bad argument helps no
+one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator
+
+from lakeformat_airflow import DEFAULT_CONN_ID
+from lakeformat_airflow.assets import env_warehouse, table_asset
+
+ENGINES = ("local", "spark")
+DEFAULT_SPARK_CONN_ID = "spark_default"
+
+
+def templated(value: Any) -> bool:
+    """Whether `value` is (or holds) a Jinja template, checked after rendering instead."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, (list, tuple)):
+        return any(templated(v) for v in value)
+    if isinstance(value, dict):
+        return any(templated(v) for v in value.values())
+    return False
+
+
+def check_table_name(table: Any) -> None:
+    if templated(table):
+        return
+    if not isinstance(table, str) or table.count(".") != 1 or not all(table.split(".")):
+        raise ValueError(f"table must be 'database.table', got {table!r}")
+
+
+def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
+    if templated(value):
+        return
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+
+
+def check_count(name: str, value: Any, minimum: int = 1) -> None:
+    """An optional whole number of at least `minimum` (retention counts, limits)."""
+    if value is None or templated(value):
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+
+
+def check_duration(name: str, value: Any) -> None:
+    """An optional age: a timedelta, a datetime (the cut-off) or Paimon's text ("7 d")."""
+    if value is None or templated(value) or isinstance(value, (dt.timedelta, dt.datetime)):
+        return
+    from lakeformat.options import parse_duration
+
+    try:
+        parse_duration(value, name)
+    except Exception as e:  # noqa: BLE001 - re-raised as the operator's argument error
+        raise ValueError(f"{name}: {e}") from None
+
+
+@contextlib.contextmanager
+def library_errors() -> Iterator[None]:
+    """The error policy of the module docstring."""
+    from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
+
+    import lakeformat as lf
+    from lakeformat_airflow.hooks.lakeformat import ConnectionConfigError
+
+    try:
+        yield
+    except lf.RETRYABLE_ERRORS:
+        raise
+    except (lf.LakeformatError, ConnectionConfigError, AirflowNotFoundException) as e:
+        raise AirflowFailException(f"{type(e).__name__}: {e}") from e
+
+
+class LakeformatBaseOperator(BaseOperator):
+    """One library call on one table of a `lakeformat` connection.
+
+    `table` is `database.table`; `lakeformat_conn_id` the connection (default
+    `lakeformat_default`). Operators that commit to the table (`writes_table`) declare its
+    Asset as an outlet (see `lakeformat_airflow.assets`; `warehouse` names the warehouse for
+    the asset when the connection is not in the environment at parse time).
+    """
+
+    template_fields: Sequence[str] = ("table",)
+    ui_color = "#cfe8f3"
+    writes_table = False
+
+    def __init__(self, *, table: str, lakeformat_conn_id: str = DEFAULT_CONN_ID,
+                 warehouse: str | None = None, **kwargs: Any):
+        check_table_name(table)
+        if self.writes_table and "outlets" not in kwargs and not templated(table):
+            location = warehouse or env_warehouse(lakeformat_conn_id) or lakeformat_conn_id
+            kwargs["outlets"] = [table_asset(location, table)]
+        super().__init__(**kwargs)
+        self.table = table
+        self.lakeformat_conn_id = lakeformat_conn_id
+        self.warehouse = warehouse
+
+    def hook(self) -> Any:
+        from lakeformat_airflow.hooks.lakeformat import LakeformatHook
+
+        return LakeformatHook(self.lakeformat_conn_id)
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        check_table_name(self.table)
+        with library_errors():
+            self.check_rendered()
+            table = self.hook().get_table(self.table)
+            result = self.run(table, context)
+        self.log.info("%s", result)
+        return result.to_dict()
+
+    def check_rendered(self) -> None:
+        """Argument checks that had to wait for the templates to render."""
+
+    def run(self, table: Any, context: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class CommitIdentityMixin:
+    """The commit user and identifier that make a re-run of the same logical date land once.
+
+    Default user `airflow:<dag_id>.<task_id>`, identifier the logical date in epoch
+    milliseconds (`run_after` for a run without one): a retry or a backfill of that date finds
+    its earlier commit and commits nothing. `commit_user` / `commit_identifier` override them
+    (templated), e.g. a backfill of several dates in one run gives each date's identifier.
+    """
+
+    commit_user: str | None
+    commit_identifier: Any
+
+    def commit_identity(self, context: Any) -> tuple[str, int]:
+        ti = context["ti"]
+        user = self.commit_user or f"airflow:{ti.dag_id}.{ti.task_id}"
+        raw = self.commit_identifier
+        if raw is None or raw == "":
+            when = context.get("logical_date") or context["dag_run"].run_after
+            return user, int(when.timestamp() * 1000)
+        if isinstance(raw, str):
+            raw = raw.strip()
+            try:
+                return user, int(raw)
+            except ValueError:
+                pass
+            try:
+                raw = dt.datetime.fromisoformat(raw)
+            except ValueError:
+                raise ValueError(f"commit_identifier must be an integer or an ISO date, got "
+                                 f"{raw!r}") from None
+        if isinstance(raw, dt.date) and not isinstance(raw, dt.datetime):
+            raw = dt.datetime(raw.year, raw.month, raw.day)
+        if isinstance(raw, dt.datetime):  # a date without a zone is a UTC date
+            raw = raw if raw.tzinfo else raw.replace(tzinfo=dt.UTC)
+            return user, int(raw.timestamp() * 1000)
+        return user, int(raw)
+
+
+class EngineMixin:
+    """`engine="local"` runs the job in the task's process; `engine="spark"` runs its execute
+    step on the Spark of `spark_conn_id` (a `spark` connection: `local[N]`, `spark://...`,
+    `sc://...` for Spark Connect)."""
+
+    engine: str
+    spark_conn_id: str
+
+    def spark(self, context: Any) -> Any:
+        from lakeformat_airflow.hooks.spark import spark_session
+
+        ti = context["ti"]
+        return spark_session(self.spark_conn_id, f"lakeformat:{ti.dag_id}.{ti.task_id}")

@@ -59,7 +59,7 @@ def conn_json(conn_type: str, host: str, login: str | None = None,
 
 
 @pytest.fixture()
-def s3_conn(s3_warehouse: tuple[str, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+def s3_conn(s3_warehouse: tuple[str, dict[str, str]], monkeypatch: pytest.MonkeyPatch  # noqa: F811
             ) -> tuple[str, dict[str, str]]:
     """`lakeformat_default` pointing at a fresh warehouse on the moto S3 server: access and
     secret key as login/password, the rest of the options in extra. Returns (uri, options)."""

@@ -1,6 +1,7 @@
 """Operators of the lakeformat provider: one library call each, the result's dict for XCom."""
 
 from lakeformat_airflow.operators.base import LakeformatBaseOperator
+from lakeformat_airflow.operators.catalog import LakeformatListTablesOperator
 from lakeformat_airflow.operators.compact import LakeformatCompactOperator
 from lakeformat_airflow.operators.maintenance import (
     LakeformatCleanSchemasOperator,
@@ -22,6 +23,7 @@ __all__ = [
     "LakeformatAlterTableOperator", "LakeformatBaseOperator", "LakeformatCleanSchemasOperator",
     "LakeformatCompactOperator", "LakeformatCreateTableOperator", "LakeformatCreateTagOperator",
     "LakeformatExpirePartitionsOperator", "LakeformatExpireSnapshotsOperator",
-    "LakeformatIngestOperator", "LakeformatRemoveOrphanFilesOperator",
+    "LakeformatIngestOperator", "LakeformatListTablesOperator",
+    "LakeformatRemoveOrphanFilesOperator",
     "LakeformatRollbackOperator",
 ]

@@ -37,7 +37,8 @@ def templated(value: Any) -> bool:
 
 
 def check_table_name(table: Any) -> None:
-    if templated(table):
+    """'database.table' — unless a template or a mapped/XCom argument resolves it later."""
+    if templated(table) or hasattr(table, "resolve"):
         return
     if not isinstance(table, str) or table.count(".") != 1 or not all(table.split(".")):
         raise ValueError(f"table must be 'database.table', got {table!r}")
@@ -102,7 +103,8 @@ class LakeformatBaseOperator(BaseOperator):
     def __init__(self, *, table: str, lakeformat_conn_id: str = DEFAULT_CONN_ID,
                  warehouse: str | None = None, **kwargs: Any):
         check_table_name(table)
-        if self.writes_table and "outlets" not in kwargs and not templated(table):
+        if self.writes_table and "outlets" not in kwargs and isinstance(table, str) \
+                and not templated(table):
             location = warehouse or env_warehouse(lakeformat_conn_id) or lakeformat_conn_id
             kwargs["outlets"] = [table_asset(location, table)]
         super().__init__(**kwargs)

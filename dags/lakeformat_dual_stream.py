@@ -17,6 +17,7 @@ Both ingests write with merge-schema: a column that appears in one stream's file
 `coupon` in orders) is added to the table by that write. Each ingest is idempotent per
 logical date — a retry or `airflow backfill create` of a date leaves the same table.
 `$LAKEFORMAT_ENGINE=spark` runs the ingests on the `spark_default` connection's Spark.
+Both settings are also the defaults of the DAG's params `landing` and `engine`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, Param
 
 from lakeformat_airflow.operators import LakeformatCreateTableOperator, LakeformatIngestOperator
 
@@ -51,6 +52,8 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     default_args={"retries": 2, "retry_delay": dt.timedelta(seconds=30)},
+    params={"landing": Param(LANDING, type="string", description="landing root URI"),
+            "engine": Param(ENGINE, enum=["local", "spark"])},
     tags=["lakeformat"],
     doc_md=__doc__,
 ):
@@ -58,9 +61,11 @@ with DAG(
         task_id="create_table", table=TABLE, columns=COLUMNS, primary_keys=["dt", "order_id"],
         partition_keys=["dt"], options=OPTIONS)
     orders = LakeformatIngestOperator(
-        task_id="ingest_orders", table=TABLE, source=LANDING + "/orders/dt={{ ds }}/*.parquet",
-        format="parquet", merge_schema=True, engine=ENGINE)
+        task_id="ingest_orders", table=TABLE,
+        source="{{ params.landing }}/orders/dt={{ ds }}/*.parquet",
+        format="parquet", merge_schema=True, engine="{{ params.engine }}")
     payments = LakeformatIngestOperator(
-        task_id="ingest_payments", table=TABLE, source=LANDING + "/payments/dt={{ ds }}/*.json",
-        format="json", merge_schema=True, engine=ENGINE)
+        task_id="ingest_payments", table=TABLE,
+        source="{{ params.landing }}/payments/dt={{ ds }}/*.json",
+        format="json", merge_schema=True, engine="{{ params.engine }}")
     create >> [orders, payments]

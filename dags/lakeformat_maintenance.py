@@ -11,7 +11,8 @@ holds the table's maintenance lease, so a job of another DAG (the hourly expiry)
 or fails with a retryable error naming the holder.
 
 Params: `tables` (default `$LAKEFORMAT_MAINTAIN_TABLES` or `*.*`), `partition_idle_time`
-(default "1 h": a partition still being written is not compacted).
+(default "1 h": a partition still being written is not compacted), `engine` (default
+`$LAKEFORMAT_ENGINE` or `local`; `spark` compacts on the `spark_default` connection's Spark).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ with DAG(
                         description="db.table patterns, comma-separated"),
         "partition_idle_time": Param("1 h", type="string",
                                      description="compact partitions not written for this long"),
+        "engine": Param(ENGINE, enum=["local", "spark"], description="compaction engine"),
     },
     tags=["lakeformat"],
     doc_md=__doc__,
@@ -53,7 +55,8 @@ with DAG(
     def maintain(table: str) -> None:
         compact = LakeformatCompactOperator(
             task_id="compact", table=table, full=True,
-            partition_idle_time="{{ params.partition_idle_time }}", engine=ENGINE)
+            partition_idle_time="{{ params.partition_idle_time }}",
+            engine="{{ params.engine }}")
         expire = LakeformatExpireSnapshotsOperator(task_id="expire_snapshots", table=table)
         schemas = LakeformatCleanSchemasOperator(task_id="clean_schemas", table=table)
         orphans = LakeformatRemoveOrphanFilesOperator(task_id="remove_orphan_files", table=table)

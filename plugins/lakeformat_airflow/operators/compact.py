@@ -59,6 +59,7 @@ class LakeformatCompactOperator(CommitIdentityMixin, EngineMixin, LakeformatBase
         self.commit_identifier = commit_identifier
 
     def check_rendered(self) -> None:
+        check_choice("engine", self.engine, ENGINES)
         check_duration("partition_idle_time", self.partition_idle_time or None)
 
     def run(self, table: Any, context: Any) -> Any:

@@ -35,7 +35,7 @@ class LakeformatIngestOperator(CommitIdentityMixin, EngineMixin, LakeformatBaseO
     """
 
     template_fields: Sequence[str] = ("table", "source", "format", "mode", "commit_user",
-                                      "commit_identifier")
+                                      "commit_identifier", "engine")
     writes_table = True
 
     def __init__(self, *, table: str, source: str | list[str], format: str | None = None,
@@ -63,6 +63,7 @@ class LakeformatIngestOperator(CommitIdentityMixin, EngineMixin, LakeformatBaseO
         self.commit_identifier = commit_identifier
 
     def check_rendered(self) -> None:
+        check_choice("engine", self.engine, ENGINES)
         check_choice("format", self.format or None, FORMATS)
         check_choice("mode", self.mode, MODES)
 

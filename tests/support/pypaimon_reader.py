@@ -4,6 +4,7 @@ pypaimon cannot share a venv with Airflow or with the Spark suite's pins, so the
 runs this module in `.venv-interop` as a child process:
 
     rows = pypaimon_rows(warehouse, "db.t")     # list of row dicts, sorted by the first column
+    rows = pypaimon_rows(warehouse, "db.t", snapshot_id=3)    # time travel (scan.snapshot-id)
 
 It prints one JSON document: {"rows": [...]} or {"error": "<ExceptionType>: <message>"}.
 """
@@ -20,22 +21,26 @@ REPO = Path(__file__).resolve().parents[2]
 INTEROP_PYTHON = REPO / ".venv-interop" / "bin" / "python"
 
 
-def pypaimon_rows(warehouse: str, identifier: str) -> dict[str, Any]:
-    """{"rows": [...]} as pypaimon reads `identifier`, or {"error": "..."} when it refuses."""
+def pypaimon_rows(warehouse: str, identifier: str, snapshot_id: int | None = None
+                  ) -> dict[str, Any]:
+    """{"rows": [...]} as pypaimon reads `identifier` (at `snapshot_id` when given), or
+    {"error": "..."} when it refuses."""
     if not INTEROP_PYTHON.exists():
         raise RuntimeError("the interop venv is missing: run `make .venv-interop/.installed`")
-    out = subprocess.run([str(INTEROP_PYTHON), "-m", "tests.support.pypaimon_reader", warehouse,
-                          identifier], cwd=REPO, capture_output=True, text=True, timeout=300,
-                         check=False)
+    args = [warehouse, identifier, *([str(snapshot_id)] if snapshot_id else [])]
+    out = subprocess.run([str(INTEROP_PYTHON), "-m", "tests.support.pypaimon_reader", *args],
+                         cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"pypaimon reader failed: {out.stderr[-2000:]}")
     return json.loads(out.stdout)
 
 
-def _main(warehouse: str, identifier: str) -> None:
+def _main(warehouse: str, identifier: str, snapshot_id: str | None = None) -> None:
     from pypaimon import CatalogFactory
 
     table = CatalogFactory.create({"warehouse": warehouse}).get_table(identifier)
+    if snapshot_id is not None:
+        table = table.copy({"scan.snapshot-id": snapshot_id})
     try:
         builder = table.new_read_builder()
         rows = builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
@@ -48,4 +53,4 @@ def _main(warehouse: str, identifier: str) -> None:
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1], sys.argv[2])
+    _main(*sys.argv[1:4])

@@ -15,8 +15,8 @@ import lakeformat as lf
 from tests.support.s3server import boto3_client
 
 TABLE = "shop.orders_wide"
-DAY1 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
-DAY2 = dt.datetime(2024, 1, 2, tzinfo=dt.timezone.utc)
+DAY1 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+DAY2 = dt.datetime(2024, 1, 2, tzinfo=dt.UTC)
 
 
 def _put_parquet(s3, bucket: str, key: str, table: pa.Table) -> None:

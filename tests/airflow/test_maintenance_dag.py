@@ -13,7 +13,7 @@ import pytest
 import lakeformat as lf
 from tests.support.pypaimon_reader import pypaimon_rows
 
-DAY = dt.datetime(2024, 3, 1, tzinfo=dt.timezone.utc)
+DAY = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False),
                     pa.field("id", pa.int64(), nullable=False), ("v", pa.int64())])
 #: table -> (options, snapshots the policy keeps after maintenance)

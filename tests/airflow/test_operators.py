@@ -1,0 +1,142 @@
+"""Every operator in one DAG run against the moto S3 server (`lf_test_ops`): the rows, files,
+snapshots, schemas and tags a user sees afterwards, the result dicts in XCom, the rendered
+templates — and the S3 secret nowhere in XCom, rendered fields or the task logs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import logging
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import lakeformat as lf
+from tests.support.s3server import boto3_client
+
+DAY = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
+SECRET = "lf-secret-5b1e0c9d7a"  # moto takes any secret; a distinctive one to search for
+
+
+@pytest.fixture()
+def secret_conn(s3_warehouse, monkeypatch, dags):
+    """`lakeformat_default` on a fresh S3 warehouse, with SECRET as its secret key."""
+    uri, options = s3_warehouse
+    extra = {k: v for k, v in options.items() if k not in ("s3.access-key", "s3.secret-key")}
+    monkeypatch.setenv("AIRFLOW_CONN_LAKEFORMAT_DEFAULT", dags.conn_json(
+        "lakeformat", uri, options["s3.access-key"], SECRET, extra))
+    return uri, {**options, "s3.secret-key": SECRET}
+
+
+def _put_parquet(options, bucket, key, table):
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    boto3_client(options["s3.endpoint"]).put_object(Bucket=bucket, Key=key, Body=buf.getvalue())
+
+
+def _rendered(run, task_id):
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields as Rtif
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        row = session.query(Rtif).filter_by(dag_id=run.dag_id, run_id=run.run_id,
+                                            task_id=task_id).one()
+        return row.rendered_fields
+
+
+def _all_xcom(run):
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        return [str(r.value) for r in session.query(XComModel).filter_by(
+            dag_id=run.dag_id, run_id=run.run_id)]
+
+
+def test_every_operator_in_one_run(secret_conn, dags, caplog, capsys):
+    uri, options = secret_conn
+    bucket = uri.split("/")[2]
+    schema = pa.schema([pa.field("dt", pa.string(), nullable=False),
+                        pa.field("id", pa.int64(), nullable=False), ("v", pa.int64())])
+    _put_parquet(options, bucket, "landing/2024-06-01/a.parquet", pa.table(
+        {"dt": ["2024-06-01"] * 3, "id": [1, 2, 3], "v": [10, 20, 30]}, schema=schema))
+    _put_parquet(options, bucket, "landing/2024-06-01/b.parquet", pa.table(
+        {"dt": ["2019-01-01", "2024-06-01"], "id": [9, 1], "v": [90, 11]}, schema=schema))
+    dag = dags.load("lf_test_ops.py", "lf_test_ops")
+    caplog.set_level(logging.INFO)
+    run = dag.test(logical_date=DAY, run_conf={
+        "table": "db.events", "source": f"s3://{bucket}/landing/2024-06-01/*.parquet",
+        "keep": "1500 d"})
+    states = dags.states(run)
+    assert run.state == "success", states
+    catalog = lf.Catalog(uri, options=options)
+    t = catalog.get_table("db.events")
+
+    created = dags.xcom(run, "create_table")
+    assert created["created"] is True and created["table"] == "db.events"
+    altered = dags.xcom(run, "alter_table")
+    assert (altered["schema_id_before"], altered["schema_id"]) == (0, 1)
+    assert altered["columns"] == ["dt", "id", "v", "note"]
+    ingested = dags.xcom(run, "ingest")
+    assert ingested["rows_written"] == 5 and ingested["commit_kind"] == "APPEND"
+    assert ingested["commit_user"] == "airflow:lf_test_ops.ingest"
+    assert ingested["commit_identifier"] == int(DAY.timestamp() * 1000)
+    compacted = dags.xcom(run, "compact")
+    assert compacted["total"]["sorted_runs_after"] == compacted["total"]["buckets_compacted"]
+    tag = dags.xcom(run, "create_tag")
+    assert tag["name"] == "daily-2024-06-01" and tag["snapshot_id"] == compacted[
+        "snapshot_ids"][-1]
+    expired = dags.xcom(run, "expire_snapshots")
+    assert expired["snapshots_deleted"] == [ingested["snapshot_id"]]
+    schemas = dags.xcom(run, "clean_schemas")
+    assert schemas["schema_files_deleted"] == 1  # schema 0 never had a file written with it
+    orphans = dags.xcom(run, "remove_orphan_files")
+    assert orphans["dry_run"] is True
+    dropped = dags.xcom(run, "expire_partitions")
+    assert dropped["partitions_expired"] == ["dt=2019-01-01"]
+    rollback = dags.xcom(run, "rollback")
+    assert rollback["dry_run"] is True
+    assert rollback["snapshots_deleted"] == [t.latest_snapshot().id]
+
+    # what a user sees: the rows (1 updated by the later file, 2019 partition dropped), the
+    # latest snapshot still the partition drop (the rollback was a dry run), one schema file
+    rows = t.read().sort_by("id").to_pydict()
+    assert rows == {"dt": ["2024-06-01"] * 3, "id": [1, 2, 3], "v": [11, 20, 30],
+                    "note": [None] * 3}
+    assert t.latest_snapshot().commit_kind == "OVERWRITE"
+    assert [s.id for s in t.schemas()] == [1]
+    assert [g.name for g in t.list_tags()] == ["daily-2024-06-01"]
+
+    # templates rendered; the secret in no rendered field, XCom value or log line
+    assert _rendered(run, "ingest")["source"] == f"s3://{bucket}/landing/2024-06-01/*.parquet"
+    assert _rendered(run, "create_tag")["tag"] == "daily-2024-06-01"
+    for task_id in states:
+        assert SECRET not in json.dumps(_rendered(run, task_id), default=str)
+    assert all(SECRET not in v for v in _all_xcom(run))
+    assert SECRET not in caplog.text and SECRET not in capsys.readouterr().out
+
+
+def test_ingest_rerun_of_a_date_lands_once(secret_conn, dags, tmp_path):
+    """A retry or backfill of the same logical date leaves the same rows and no new
+    snapshot; another date (the same files) commits again, without doubling a key."""
+    uri, options = secret_conn
+    catalog = lf.Catalog(uri, options=options)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "2"})
+    pq.write_table(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema),
+                   tmp_path / "x.parquet")
+    dag = dags.load("lf_test_ingest.py", "lf_test_ingest")
+    conf = {"table": "db.t", "source": str(tmp_path / "*.parquet")}
+    first = dag.test(logical_date=DAY, run_conf=conf)
+    again = dag.test(logical_date=DAY, run_conf=conf)
+    assert first.state == again.state == "success"
+    assert dags.xcom(again, "ingest")["already_committed"] is True
+    t = catalog.get_table("db.t")
+    assert [s.id for s in t.snapshots()] == [1]
+    other = dag.test(logical_date=DAY + dt.timedelta(days=1), run_conf=conf)
+    assert other.state == "success"
+    assert [s.id for s in t.snapshots()] == [1, 2]
+    assert t.read().sort_by("id").to_pydict() == {"id": [1, 2], "v": ["a", "b"]}

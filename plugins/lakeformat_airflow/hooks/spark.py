@@ -13,13 +13,15 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
+from lakeformat.errors import InvalidArgumentError
+
 
 def spark_url(conn: Any) -> str:
     """The master / remote URL a `spark` connection names."""
     host = (conn.host or "").strip()
     if not host:
-        raise ValueError(f"spark connection {conn.conn_id!r} has no host: give local[N], "
-                         "spark://host or sc://host")
+        raise InvalidArgumentError(f"spark connection {conn.conn_id!r} has no host: give local[N], "
+                                   "spark://host or sc://host")
     if conn.port and host.startswith(("spark://", "sc://")) and host.count(":") == 1:
         host = f"{host}:{conn.port}"
     return host
@@ -32,6 +34,6 @@ def spark_session(spark_conn_id: str, app_name: str) -> Any:
     conn = BaseHook.get_connection(spark_conn_id)
     conf = (conn.extra_dejson or {}).get("conf") or {}
     if not isinstance(conf, dict):
-        raise ValueError(f"spark connection {spark_conn_id!r}: extra 'conf' must be an "
-                         f"object of Spark settings, got {conf!r}")
+        raise InvalidArgumentError(f"spark connection {spark_conn_id!r}: extra 'conf' must be an "
+                                   f"object of Spark settings, got {conf!r}")
     return session_for(spark_url(conn), app_name=app_name, conf=conf)

@@ -18,6 +18,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow import DEFAULT_CONN_ID
 from lakeformat_airflow.assets import env_warehouse, table_asset
 
@@ -41,14 +42,15 @@ def check_table_name(table: Any) -> None:
     if templated(table) or hasattr(table, "resolve"):
         return
     if not isinstance(table, str) or table.count(".") != 1 or not all(table.split(".")):
-        raise ValueError(f"table must be 'database.table', got {table!r}")
+        raise InvalidArgumentError(f"table must be 'database.table', got {table!r}")
 
 
 def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
     if templated(value):
         return
     if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be one of {', '.join(map(repr, choices))}, "
+                                   f"got {value!r}")
 
 
 def check_count(name: str, value: Any, minimum: int = 1) -> None:
@@ -56,7 +58,7 @@ def check_count(name: str, value: Any, minimum: int = 1) -> None:
     if value is None or templated(value):
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be a whole number >= {minimum}, got {value!r}")
 
 
 def check_duration(name: str, value: Any) -> None:
@@ -68,7 +70,7 @@ def check_duration(name: str, value: Any) -> None:
     try:
         parse_duration(value, name)
     except Exception as e:  # noqa: BLE001 - re-raised as the operator's argument error
-        raise ValueError(f"{name}: {e}") from None
+        raise InvalidArgumentError(f"{name}: {e}") from None
 
 
 @contextlib.contextmanager
@@ -161,8 +163,8 @@ class CommitIdentityMixin:
             try:
                 raw = dt.datetime.fromisoformat(raw)
             except ValueError:
-                raise ValueError(f"commit_identifier must be an integer or an ISO date, got "
-                                 f"{raw!r}") from None
+                raise InvalidArgumentError(f"commit_identifier must be an integer or an ISO "
+                                           f"date, got {raw!r}") from None
         if isinstance(raw, dt.date) and not isinstance(raw, dt.datetime):
             raw = dt.datetime(raw.year, raw.month, raw.day)
         if isinstance(raw, dt.datetime):  # a date without a zone is a UTC date

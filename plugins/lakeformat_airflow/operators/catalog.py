@@ -9,6 +9,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow import DEFAULT_CONN_ID
 
 
@@ -23,7 +24,7 @@ class LakeformatListTablesOperator(BaseOperator):
                  **kwargs: Any):
         super().__init__(**kwargs)
         if not isinstance(pattern, str) or not pattern.strip():
-            raise ValueError(f"pattern must be text such as 'db.*', got {pattern!r}")
+            raise InvalidArgumentError(f"pattern must be text such as 'db.*', got {pattern!r}")
         self.pattern = pattern
         self.lakeformat_conn_id = lakeformat_conn_id
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow.operators.base import (
     DEFAULT_SPARK_CONN_ID,
     ENGINES,
@@ -41,9 +42,9 @@ class LakeformatCompactOperator(CommitIdentityMixin, EngineMixin, LakeformatBase
                  commit_identifier: int | str | None = None, **kwargs: Any):
         super().__init__(table=table, **kwargs)
         if not isinstance(full, bool):
-            raise ValueError(f"full must be True or False, got {full!r}")
+            raise InvalidArgumentError(f"full must be True or False, got {full!r}")
         if partitions is not None and where is not None:
-            raise ValueError("give partitions or where, not both")
+            raise InvalidArgumentError("give partitions or where, not both")
         check_duration("partition_idle_time", partition_idle_time)
         check_count("partitions_per_commit", partitions_per_commit)
         check_choice("engine", engine, ENGINES)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow.operators.base import (
     LakeformatBaseOperator,
     check_count,
@@ -18,7 +19,7 @@ from lakeformat_airflow.operators.base import (
 class _DryRunMixin:
     def _check_dry_run(self, dry_run: Any) -> None:
         if not isinstance(dry_run, bool):
-            raise ValueError(f"dry_run must be True or False, got {dry_run!r}")
+            raise InvalidArgumentError(f"dry_run must be True or False, got {dry_run!r}")
 
 
 class LakeformatExpireSnapshotsOperator(_DryRunMixin, LakeformatBaseOperator):
@@ -36,7 +37,8 @@ class LakeformatExpireSnapshotsOperator(_DryRunMixin, LakeformatBaseOperator):
         check_count("retain_max", retain_max)
         check_count("max_deletes", max_deletes)
         if retain_min is not None and retain_max is not None and retain_max < retain_min:
-            raise ValueError(f"retain_max ({retain_max}) must be >= retain_min ({retain_min})")
+            raise InvalidArgumentError(f"retain_max ({retain_max}) must be >= retain_min "
+                                       f"({retain_min})")
         check_duration("older_than", older_than)
         self._check_dry_run(dry_run)
         self.retain_min, self.retain_max = retain_min, retain_max

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow.operators.base import (
     LakeformatBaseOperator,
     check_count,
@@ -23,7 +24,7 @@ class LakeformatCreateTagOperator(LakeformatBaseOperator):
                  time_retained: Any = None, exist_ok: bool = True, **kwargs: Any):
         super().__init__(table=table, **kwargs)
         if not isinstance(tag, str) or not tag.strip():
-            raise ValueError(f"tag must be a non-empty name, got {tag!r}")
+            raise InvalidArgumentError(f"tag must be a non-empty name, got {tag!r}")
         check_count("snapshot_id", snapshot_id)
         check_duration("time_retained", time_retained)
         self.tag, self.snapshot_id = tag, snapshot_id
@@ -59,9 +60,9 @@ class LakeformatRollbackOperator(LakeformatBaseOperator):
         super().__init__(table=table, **kwargs)
         if isinstance(to, bool) or not isinstance(to, (int, str)) or to == "" or (
                 isinstance(to, int) and to < 1):
-            raise ValueError(f"to must be a snapshot id (>= 1) or a tag name, got {to!r}")
+            raise InvalidArgumentError(f"to must be a snapshot id (>= 1) or a tag name, got {to!r}")
         if not isinstance(dry_run, bool):
-            raise ValueError(f"dry_run must be True or False, got {dry_run!r}")
+            raise InvalidArgumentError(f"dry_run must be True or False, got {dry_run!r}")
         self.to, self.dry_run = to, dry_run
 
     def run(self, table: Any, context: Any) -> Any:

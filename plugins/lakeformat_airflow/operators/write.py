@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow.operators.base import (
     DEFAULT_SPARK_CONN_ID,
     ENGINES,
@@ -45,13 +46,13 @@ class LakeformatIngestOperator(CommitIdentityMixin, EngineMixin, LakeformatBaseO
                  commit_identifier: int | str | None = None, **kwargs: Any):
         super().__init__(table=table, **kwargs)
         if not source or not isinstance(source, (str, list, tuple)):
-            raise ValueError(f"source must be a path, a glob pattern or a list of them, got "
-                             f"{source!r}")
+            raise InvalidArgumentError(f"source must be a path, a glob pattern or a list of "
+                                       f"them, got {source!r}")
         check_choice("format", format, FORMATS)
         check_choice("mode", mode, MODES)
         check_choice("engine", engine, ENGINES)
         if not isinstance(merge_schema, bool):
-            raise ValueError(f"merge_schema must be True or False, got {merge_schema!r}")
+            raise InvalidArgumentError(f"merge_schema must be True or False, got {merge_schema!r}")
         self.source = source
         self.format = format
         self.mode = mode
@@ -101,8 +102,8 @@ class LakeformatCreateTableOperator(LakeformatBaseOperator):
                  comment: str | None = None, if_not_exists: bool = True, **kwargs: Any):
         super().__init__(table=table, **kwargs)
         if not isinstance(columns, str) or not columns.strip():
-            raise ValueError("columns must be Paimon SQL text, e.g. 'id BIGINT NOT NULL, "
-                             "name STRING'")
+            raise InvalidArgumentError("columns must be Paimon SQL text, e.g. 'id BIGINT NOT NULL, "
+                                       "name STRING'")
         self.columns = columns
         self.primary_keys = list(primary_keys)
         self.partition_keys = list(partition_keys)
@@ -181,12 +182,12 @@ class LakeformatAlterTableOperator(LakeformatBaseOperator):
     def __init__(self, *, table: str, changes: Sequence[Any], **kwargs: Any):
         super().__init__(table=table, **kwargs)
         if isinstance(changes, (str, bytes)) or not isinstance(changes, (list, tuple)):
-            raise ValueError(f"changes must be a list of schema changes, got {changes!r}")
+            raise InvalidArgumentError(f"changes must be a list of schema changes, got {changes!r}")
         if not templated(changes):
             for spec in changes:
                 if isinstance(spec, dict) and spec.get("action") not in _ACTIONS:
-                    raise ValueError(f"schema change {spec!r}: action must be one of "
-                                     f"{', '.join(_ACTIONS)}")
+                    raise InvalidArgumentError(f"schema change {spec!r}: action must be one of "
+                                               f"{', '.join(_ACTIONS)}")
         self.changes = list(changes)
 
     def run(self, table: Any, context: Any) -> Any:

@@ -1,0 +1,165 @@
+"""Bad input through the provider: the task fails with a message naming the problem, the table
+is exactly as it was, and only errors worth a retry (a held lock, an unreachable store) are
+retried — a bad argument fails at once (one try although the task has retries)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from types import SimpleNamespace
+
+import pyarrow as pa
+import pytest
+from airflow.sdk.exceptions import AirflowFailException
+
+import lakeformat as lf
+from lakeformat_airflow.hooks import LakeformatHook
+from lakeformat_airflow.operators import (
+    LakeformatCleanSchemasOperator,
+    LakeformatCompactOperator,
+    LakeformatCreateTagOperator,
+    LakeformatExpireSnapshotsOperator,
+    LakeformatIngestOperator,
+    LakeformatRemoveOrphanFilesOperator,
+    LakeformatRollbackOperator,
+)
+
+DAY = dt.datetime(2024, 2, 1, tzinfo=dt.UTC)
+_DAYS = iter(range(1000))
+
+
+def _day() -> dt.datetime:
+    """A logical date no other test of this module runs `lf_test_expire` for."""
+    return DAY + dt.timedelta(days=next(_DAYS))
+
+
+def _tries(run) -> dict[str, tuple[str, int]]:
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        return {t.task_id: (str(t.state), t.try_number)
+                for t in run.get_task_instances(session=session)}
+
+
+def _context():
+    ti = SimpleNamespace(dag_id="d", task_id="t", map_index=-1)
+    return {"ti": ti, "logical_date": DAY}
+
+
+def _table(uri, options) -> lf.Table:
+    catalog = lf.Catalog(uri, options=options)
+    catalog.create_database("db", exist_ok=True)
+    t = catalog.create_table("db.t", pa.schema([pa.field("id", pa.int64(), nullable=False),
+                                                ("v", pa.int64())]),
+                             primary_keys=["id"], options={"bucket": "1"})
+    for i in range(3):
+        t.write(pa.table({"id": [1, 2], "v": [i, i]}))
+    return t
+
+
+def _state(t: lf.Table) -> tuple:
+    """What a user sees of a table: snapshots, schema files, files, rows."""
+    t = t.refresh()
+    return ([s.id for s in t.snapshots()], [s.id for s in t.schemas()],
+            sorted(f["file_name"] for f in t.files()), t.read().sort_by("id").to_pydict())
+
+
+@pytest.mark.parametrize("make", [
+    lambda: LakeformatIngestOperator(task_id="x", table="db.t", source="a.csv", mode="upsert"),
+    lambda: LakeformatIngestOperator(task_id="x", table="db.t", source="a.csv", engine="flink"),
+    lambda: LakeformatIngestOperator(task_id="x", table="db.t", source="a.csv", format="xls"),
+    lambda: LakeformatIngestOperator(task_id="x", table="no_database", source="a.csv"),
+    lambda: LakeformatIngestOperator(task_id="x", table="db.t", source=""),
+    lambda: LakeformatExpireSnapshotsOperator(task_id="x", table="db.t", retain_min=0),
+    lambda: LakeformatExpireSnapshotsOperator(task_id="x", table="db.t", retain_min=5,
+                                              retain_max=2),
+    lambda: LakeformatExpireSnapshotsOperator(task_id="x", table="db.t", older_than="2 weeks"),
+    lambda: LakeformatCleanSchemasOperator(task_id="x", table="db.t", retain_min=-1),
+    lambda: LakeformatRemoveOrphanFilesOperator(task_id="x", table="db.t", dry_run="yes"),
+    lambda: LakeformatCompactOperator(task_id="x", table="db.t", partitions=[{"dt": "a"}],
+                                      where=[("dt", "=", "a")]),
+    lambda: LakeformatCompactOperator(task_id="x", table="db.t", partition_idle_time="soon"),
+    lambda: LakeformatCreateTagOperator(task_id="x", table="db.t", tag=""),
+    lambda: LakeformatRollbackOperator(task_id="x", table="db.t", to=0),
+])
+def test_bad_arguments_fail_when_the_dag_is_parsed(make):
+    with pytest.raises(ValueError):
+        make()
+
+
+def test_unknown_table_fails_at_once_naming_it(s3_conn, dags):
+    uri, options = s3_conn
+    lf.Catalog(uri, options=options).create_database("db")
+    with pytest.raises(AirflowFailException, match=r"db\.missing"):
+        LakeformatExpireSnapshotsOperator(task_id="x", table="db.missing").execute(_context())
+    run = dags.load("lf_test_ops.py", "lf_test_expire").test(
+        logical_date=_day(), run_conf={"table": "db.missing"})
+    assert run.state == "failed"
+    assert _tries(run)["expire_snapshots"] == ("failed", 1)  # retries=1, not used
+
+
+def test_invalid_retention_fails_and_leaves_the_table(s3_conn, dags):
+    uri, options = s3_conn
+    t = _table(uri, options)
+    before = _state(t)
+    run = dags.load("lf_test_ops.py", "lf_test_expire").test(
+        logical_date=_day(), run_conf={"table": "db.t", "older_than": "3 fortnights"})
+    assert run.state == "failed"
+    assert _tries(run)["expire_snapshots"] == ("failed", 1)
+    op = LakeformatExpireSnapshotsOperator(task_id="x", table="db.t",
+                                           older_than="{{ params.older_than }}")
+    op.older_than = "3 fortnights"  # as rendered
+    with pytest.raises(AirflowFailException, match="older_than.*3 fortnights"):
+        op.execute(_context())
+    assert _state(t) == before
+
+
+def test_connection_without_warehouse(monkeypatch, dags):
+    monkeypatch.setenv("AIRFLOW_CONN_LAKEFORMAT_DEFAULT", dags.conn_json("lakeformat", ""))
+    with pytest.raises(AirflowFailException, match="names no warehouse.*host"):
+        LakeformatExpireSnapshotsOperator(task_id="x", table="db.t").execute(_context())
+    ok, message = LakeformatHook().test_connection()
+    assert not ok and "no warehouse" in message
+
+
+def test_missing_connection_fails_at_once(monkeypatch):
+    with pytest.raises(AirflowFailException, match="lf_nowhere"):
+        LakeformatExpireSnapshotsOperator(task_id="x", table="db.t",
+                                          lakeformat_conn_id="lf_nowhere").execute(_context())
+
+
+def test_wrong_endpoint_is_a_store_fault_retried(s3_warehouse, monkeypatch, dags):
+    uri, options = s3_warehouse
+    extra = {**{k: v for k, v in options.items() if not k.endswith("-key")},
+             "s3.endpoint": "http://127.0.0.1:9", "s3.attempts.maximum": "1"}
+    monkeypatch.setenv("AIRFLOW_CONN_LAKEFORMAT_DEFAULT", dags.conn_json(
+        "lakeformat", uri, options["s3.access-key"], options["s3.secret-key"], extra))
+    ok, message = LakeformatHook().test_connection()
+    assert not ok and "127.0.0.1:9" in message
+    run = dags.load("lf_test_ops.py", "lf_test_expire").test(
+        logical_date=_day(), run_conf={"table": "db.t", "older_than": "1 ms"})
+    assert run.state == "failed"
+    assert _tries(run)["expire_snapshots"] == ("failed", 2)  # a store fault: retried once
+
+
+def test_held_maintenance_lease_is_retried_and_changes_nothing(s3_warehouse, monkeypatch,
+                                                               dags):
+    """Another job maintaining the table: `LockTimeoutError` is worth a retry."""
+    uri, options = s3_warehouse
+    extra = {**{k: v for k, v in options.items() if not k.endswith("-key")},
+             "lock-acquire-timeout": "1 s"}
+    monkeypatch.setenv("AIRFLOW_CONN_LAKEFORMAT_DEFAULT", dags.conn_json(
+        "lakeformat", uri, options["s3.access-key"], options["s3.secret-key"], extra))
+    t = _table(uri, options)
+    before = _state(t)
+    holder = lf.Catalog(uri, options=options).table_locks("db.t").maintenance
+    with holder.acquire("test holds the table"):
+        run = dags.load("lf_test_ops.py", "lf_test_expire").test(
+            logical_date=_day(), run_conf={"table": "db.t", "older_than": "1 ms"})
+    assert run.state == "failed"
+    assert _tries(run)["expire_snapshots"] == ("failed", 2)
+    assert _state(t) == before
+    # and once the holder is gone the same run expires
+    run = dags.load("lf_test_ops.py", "lf_test_expire").test(
+        logical_date=_day(), run_conf={"table": "db.t", "older_than": "1 ms"})
+    assert run.state == "success"
+    assert [s.id for s in t.refresh().snapshots()] == [3]

@@ -1,12 +1,13 @@
 # Two commands set everything up on a fresh machine with Python 3.11 and Java 17:
-#   make demo   the main job on an embedded default (an S3 server on 127.0.0.1)
+#   make demo   the platform on an embedded default: Airflow runs the project's DAGs (ingest of
+#               two streams, then maintenance) against an S3 server on 127.0.0.1, Spark local
 #   make test   every suite, including the pypaimon interop suite in its own venv
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 INTEROP_VENV := .venv-interop
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: demo test test-main test-interop bench lint clean venv postgresql
+.PHONY: demo demo-library test test-main test-interop bench lint clean venv postgresql
 
 venv: $(VENV)/.installed
 
@@ -25,6 +26,10 @@ $(INTEROP_VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: $(VENV)/.installed
+	$(VENV)/bin/python -m lakeformat_airflow.demo
+
+# the library alone, without Airflow: create, write, update, delete, merge-schema, compact, expire
+demo-library: $(VENV)/.installed
 	$(VENV)/bin/python -m lakeformat.demo
 
 # The JDBC catalog tests start a real PostgreSQL server from Debian's postgresql package:
@@ -59,4 +64,4 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check lakeformat plugins dags tests bench
 
 clean:
-	rm -rf $(VENV) $(INTEROP_VENV) .pytest_cache
+	rm -rf $(VENV) $(INTEROP_VENV) .pytest_cache build

@@ -52,16 +52,23 @@ with DAG(
 
     @task
     def days(params: dict | None = None) -> list[dict]:
-        """One set of ingest arguments per day of the range."""
-        start = dt.date.fromisoformat(str(params["start"]))
-        end = dt.date.fromisoformat(str(params["end"]))
+        """One set of ingest arguments per day of the range (a bad form fails at once)."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        try:
+            start = dt.date.fromisoformat(str(params["start"]))
+            end = dt.date.fromisoformat(str(params["end"]))
+        except ValueError as e:
+            raise AirflowFailException(f"start/end must be YYYY-MM-DD: {e}") from None
         if end < start:
-            raise ValueError(f"end {end} is before start {start}")
+            raise AirflowFailException(f"end {end} is before start {start}")
         count = (end - start).days + 1
         if count > MAX_DAYS:
-            raise ValueError(f"{count} days asked; a backfill takes at most {MAX_DAYS}")
+            raise AirflowFailException(f"{count} days asked; a backfill takes at most "
+                                       f"{MAX_DAYS}")
         if "{date}" not in params["source"]:
-            raise ValueError(f"source {params['source']!r} has no {{date}} placeholder")
+            raise AirflowFailException(f"source {params['source']!r} has no {{date}} "
+                                       "placeholder")
         out = []
         for i in range(count):
             day = start + dt.timedelta(days=i)

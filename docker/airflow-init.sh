@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One-shot set-up of the compose stack's Airflow (the `airflow-init` service), run after the
+# image's entrypoint has waited for the metadata DB:
+#
+# 1. `airflow db migrate` — here rather than through the entrypoint's _AIRFLOW_DB_MIGRATE, which
+#    ignores a failed migration; a failure must stop the stack, since every other Airflow
+#    service waits for this one to succeed.
+# 2. The admin's password for Airflow 3's default auth manager (SimpleAuthManager). It reads
+#    users from [core] simple_auth_manager_users and passwords from the JSON file
+#    [core] simple_auth_manager_passwords_file, generating a random password for a user the file
+#    lacks. Writing AIRFLOW_ADMIN_PASSWORD there (on the volume the API server mounts) gives the
+#    user a known password; a changed password is written again on the next `up`.
+set -euo pipefail
+
+airflow db migrate
+
+python - <<'PY'
+import json
+import os
+from pathlib import Path
+
+path = Path(os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"])
+user = os.environ["AIRFLOW_ADMIN_USER"]
+password = os.environ["AIRFLOW_ADMIN_PASSWORD"]
+if not password:
+    raise SystemExit("AIRFLOW_ADMIN_PASSWORD is empty: give the Airflow admin a password")
+passwords = json.loads(path.read_text() or "{}") if path.exists() else {}
+passwords[user] = password
+path.parent.mkdir(parents=True, exist_ok=True)
+path.write_text(json.dumps(passwords) + "\n")
+path.chmod(0o660)
+print(f"Airflow admin user {user!r}: password set from AIRFLOW_ADMIN_PASSWORD")
+PY

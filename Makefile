@@ -7,7 +7,7 @@ VENV := .venv
 INTEROP_VENV := .venv-interop
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: demo demo-library test test-main test-interop bench lint clean venv postgresql
+.PHONY: demo demo-library docker-compose test test-main test-interop bench lint clean venv postgresql
 
 venv: $(VENV)/.installed
 
@@ -47,9 +47,21 @@ postgresql:
 	    [ "$$s" = online ] && pg_ctlcluster $$v $$c stop; done; true'; \
 	fi
 
-test: postgresql test-main test-interop
+# The compose file's test (tests/airflow/test_compose.py) checks docker-compose.yml with Debian's
+# docker-compose (`docker-compose config`; no Docker engine is needed): installed here when the
+# command is missing, without its recommends (they would pull in the docker.io engine).
+docker-compose:
+	@if command -v docker-compose >/dev/null 2>&1; then :; \
+	else \
+	  echo "installing Debian's docker-compose package (the compose file's test parses it)"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-compose; \
+	fi
 
-test-main: $(VENV)/.installed $(INTEROP_VENV)/.installed postgresql
+test: postgresql docker-compose test-main test-interop
+
+test-main: $(VENV)/.installed $(INTEROP_VENV)/.installed postgresql docker-compose
 	$(VENV)/bin/python -m pytest tests --ignore=tests/interop -q
 
 test-interop: $(INTEROP_VENV)/.installed

@@ -10,6 +10,7 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 import lakeformat as lf
 from tests.support.s3server import boto3_client
@@ -34,7 +35,13 @@ def _rows(catalog: lf.Catalog) -> list[dict]:
                   key=lambda r: (r["dt"], r["order_id"]))
 
 
-def test_two_streams_widen_one_table(s3_conn, dags):
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_two_streams_widen_one_table(engine, s3_conn, dags, monkeypatch):
+    """The same rows whichever engine ingests (Spark: local[2] from `spark_default`)."""
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({
+        "conn_type": "spark", "host": "local[2]", "extra": {"conf": {
+            "spark.log.level": "ERROR", "spark.sql.shuffle.partitions": "2",
+            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}}}))
     uri, options = s3_conn
     bucket = uri.split("/")[2]
     s3 = boto3_client(options["s3.endpoint"])
@@ -50,7 +57,7 @@ def test_two_streams_widen_one_table(s3_conn, dags):
          "payment_ts": 200},
         {"dt": "2024-01-01", "order_id": 2, "paid_amount": 20.0, "payment_method": "cash",
          "payment_ts": 200}])
-    run = dag.test(logical_date=DAY1, run_conf={"landing": landing})
+    run = dag.test(logical_date=DAY1, run_conf={"landing": landing, "engine": engine})
     assert run.state == "success", dags.states(run)
     first = _rows(catalog)
     assert [(r["order_id"], r["customer"], r["status"], r["paid_amount"],
@@ -72,7 +79,7 @@ def test_two_streams_widen_one_table(s3_conn, dags):
          "payment_ts": 400},
         {"dt": "2024-01-01", "order_id": 1, "paid_amount": 1.0, "payment_method": "stale",
          "payment_ts": 50}])
-    run = dag.test(logical_date=DAY2, run_conf={"landing": landing})
+    run = dag.test(logical_date=DAY2, run_conf={"landing": landing, "engine": engine})
     assert run.state == "success", dags.states(run)
     table = catalog.get_table(TABLE)
     assert "coupon" in table.schema.names
@@ -89,7 +96,7 @@ def test_two_streams_widen_one_table(s3_conn, dags):
     snapshots = [s.id for s in table.snapshots()]
 
     # re-running a date (a retry or a backfill) finds its commits and writes nothing
-    run = dag.test(logical_date=DAY1, run_conf={"landing": landing})
+    run = dag.test(logical_date=DAY1, run_conf={"landing": landing, "engine": engine})
     assert run.state == "success", dags.states(run)
     assert dags.xcom(run, "ingest_orders")["already_committed"] is True
     assert dags.xcom(run, "ingest_payments")["already_committed"] is True

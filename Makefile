@@ -71,6 +71,7 @@ bench: $(VENV)/.installed $(INTEROP_VENV)/.installed
 	$(VENV)/bin/python bench/write_read.py
 	$(VENV)/bin/python bench/compaction.py
 	$(VENV)/bin/python bench/spark.py
+	$(VENV)/bin/python bench/airflow.py
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check lakeformat plugins dags tests bench

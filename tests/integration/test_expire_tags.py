@@ -199,6 +199,21 @@ def test_rollback_to_snapshot_and_to_expired_tag(catalog):
         t.rollback_to(7)
 
 
+def test_rollback_dry_run_lists_and_changes_nothing(catalog):
+    t = make(catalog, 5)
+    t.create_tag("at2", 2)
+    t.create_tag("at4", 4)
+    t.expire_snapshots(retain_min=3, older_than=NOW)  # snapshot 2 lives on in its tag only
+    listing = sorted(os.listdir(os.path.join(t.path, "snapshot")))
+    for target, deleted in ((3, [5, 4]), ("at2", [5, 4, 3])):
+        r = t.rollback_to(target, dry_run=True)
+        assert r.dry_run and r.snapshots_deleted == deleted
+        assert sum(p.endswith("tag-at4") for p in r.deleted) == 1
+    assert sorted(os.listdir(os.path.join(t.path, "snapshot"))) == listing
+    assert [s.id for s in t.snapshots()] == [3, 4, 5]
+    assert [x.name for x in t.list_tags()] == ["at2", "at4"]
+
+
 def test_unreadable_manifest_means_less_is_deleted(catalog):
     t = make(catalog, 3)
     t.write(pa.table({"id": [0, 1, 2, 3], "v": [5, 5, 5, 5]}), overwrite=True)

@@ -40,6 +40,7 @@ from lakeformat.operation.rollback import rollback_to
 from lakeformat.operation.runner import Runner
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.operation.schema_retention import clean_schemas
+from lakeformat.operation.snapshot_delta import delta_partitions, partition_spec
 from lakeformat.operation.tags import create_tag, delete_tag, list_tags
 from lakeformat.operation.write_job import WriteJob, check_commit_identity, delete_rows
 from lakeformat.results import CommitResult, CompactResult, MaintenanceResult, TagInfo
@@ -143,6 +144,20 @@ class Table:
                 "creation_time": f.creation_time,
             })
         return out
+
+    def delta_partitions(self, snapshot_id: int, partition: dict[str, Any] | None = None
+                         ) -> list[dict[str, Any]]:
+        """The partitions (`{key: value}`) in which snapshot `snapshot_id` itself added or
+        deleted data files (its delta, not the table's state); with `partition` (values as
+        text or typed, e.g. `{"dt": "2024-01-01"}`) only those equal to it, so `[]` means the
+        snapshot did not touch that partition. Manifests whose partition range excludes it
+        are not read."""
+        self.refresh()
+        spec = partition_spec(self._schema, partition, self.name)
+        snap = self._resolve_snapshot(snapshot_id, None)
+        if snap is None:  # no id given and no snapshot yet
+            return []
+        return delta_partitions(self.file_io, self.path, self._schema, snap, spec)
 
     # -- snapshots and tags --------------------------------------------------------------------
     def _tag_snapshot(self, tag: str) -> Snapshot:

@@ -1,0 +1,5 @@
+"""Triggers of the lakeformat provider (they run in Airflow's triggerer)."""
+
+from lakeformat_airflow.triggers.snapshot import LakeformatSnapshotTrigger
+
+__all__ = ["LakeformatSnapshotTrigger"]

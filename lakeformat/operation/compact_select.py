@@ -19,7 +19,7 @@ from lakeformat.schema.table_schema import TableSchema
 from lakeformat.schema.types import to_arrow
 
 
-def _typed(schema: TableSchema, key: str, value: Any) -> Any:
+def typed_partition_value(schema: TableSchema, key: str, value: Any) -> Any:
     """A partition value given as text (CLI) or Python value, in the column's type."""
     if value is None:
         return None
@@ -44,7 +44,7 @@ def select_partitions(schema: TableSchema, partitions: Sequence[dict[str, Any]] 
             if unknown:
                 raise InvalidArgumentError(f"partition spec {spec} names non-partition "
                                            f"columns {unknown}; partition keys are {keys}")
-            specs.append({k: _typed(schema, k, v) for k, v in spec.items()})
+            specs.append({k: typed_partition_value(schema, k, v) for k, v in spec.items()})
         preds.append(lambda values: any(all(values.get(k) == v for k, v in s.items())
                                         for s in specs))
     if where is not None:
@@ -56,8 +56,9 @@ def select_partitions(schema: TableSchema, partitions: Sequence[dict[str, Any]] 
                 if col not in keys:
                     raise InvalidArgumentError(f"compaction `where` may only use partition "
                                                f"columns {keys}; got {col!r}")
-        typed = [[(c, op, [_typed(schema, c, x) for x in v] if op in ("in", "not in")
-                   else _typed(schema, c, v)) for c, op, v in conj] for conj in dnf_terms(where)]
+        typed = [[(c, op, [typed_partition_value(schema, c, x) for x in v]
+                   if op in ("in", "not in") else typed_partition_value(schema, c, v))
+                  for c, op, v in conj] for conj in dnf_terms(where)]
         pred = partition_predicate(typed, keys)
         if pred is not None:
             preds.append(pred)

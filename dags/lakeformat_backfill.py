@@ -6,8 +6,11 @@ Trigger it from the UI ("Trigger DAG w/ config") with:
 * `source` — a path or glob with `{date}` for the day (`YYYY-MM-DD`), e.g.
   `s3://lakeformat/landing/orders/dt={date}/*.parquet`;
 * `start` / `end` — the first and last day (inclusive);
-* `mode` — `overwrite` (default: each day's partitions are replaced by the files, the same
-  table a first ingest gives) or `append`;
+* `mode` — `append` (default: rows upsert by primary key, as the daily ingest wrote them) or
+  `overwrite` (each day's partitions are replaced by that day's files: for a partitioned table
+  whose partitions one source fills; refused for unpartitioned tables, where it would keep only
+  the last day, and for partial-update tables, where one stream's files would wipe the other
+  streams' columns);
 * `format` — parquet, csv, json (empty: from the file extension); `merge_schema`.
 
 One mapped task per day, one day at a time in date order (a later day's row wins a key, as
@@ -27,6 +30,22 @@ from lakeformat_airflow.operators import LakeformatIngestOperator
 
 MAX_DAYS = 366
 
+
+def _check_overwrite(name: str) -> None:
+    """Overwrite replaces whole partitions: refuse it where that loses rows (see above)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from lakeformat_airflow.hooks import LakeformatHook
+
+    table = LakeformatHook().get_table(name)
+    if not table.partition_keys:
+        raise AirflowFailException(f"{name} is not partitioned: an overwrite per day would keep "
+                                   "only the last day; use mode append")
+    if table.options.get("merge-engine") == "partial-update":
+        raise AirflowFailException(f"{name} is a partial-update table: overwriting a day with "
+                                   "one source's files would wipe the columns other sources "
+                                   "wrote; use mode append (re-ingesting merges)")
+
 with DAG(
     dag_id="lakeformat_backfill",
     schedule=None,
@@ -38,11 +57,11 @@ with DAG(
         "table": Param("shop.orders_wide", type="string", title="Table (db.table)"),
         "source": Param("s3://lakeformat/landing/orders/dt={date}/*.parquet", type="string",
                         title="Source", description="path or glob; {date} is the day"),
-        "start": Param(dt.date.today().isoformat(), type="string", format="date",
-                       title="First day"),
-        "end": Param(dt.date.today().isoformat(), type="string", format="date",
-                     title="Last day"),
-        "mode": Param("overwrite", enum=["overwrite", "append"], title="Mode"),
+        "start": Param(None, type=["null", "string"], format="date",
+                       title="First day", description="YYYY-MM-DD; empty: today (UTC)"),
+        "end": Param(None, type=["null", "string"], format="date",
+                     title="Last day", description="YYYY-MM-DD; empty: the first day"),
+        "mode": Param("append", enum=["append", "overwrite"], title="Mode"),
         "format": Param("", enum=["", "parquet", "csv", "json"], title="Format"),
         "merge_schema": Param(False, type="boolean", title="Merge schema"),
     },
@@ -56,8 +75,9 @@ with DAG(
         from airflow.sdk.exceptions import AirflowFailException
 
         try:
-            start = dt.date.fromisoformat(str(params["start"]))
-            end = dt.date.fromisoformat(str(params["end"]))
+            start = (dt.date.fromisoformat(str(params["start"])) if params["start"]
+                     else dt.datetime.now(dt.UTC).date())
+            end = dt.date.fromisoformat(str(params["end"])) if params["end"] else start
         except ValueError as e:
             raise AirflowFailException(f"start/end must be YYYY-MM-DD: {e}") from None
         if end < start:
@@ -69,6 +89,8 @@ with DAG(
         if "{date}" not in params["source"]:
             raise AirflowFailException(f"source {params['source']!r} has no {{date}} "
                                        "placeholder")
+        if params["mode"] == "overwrite":
+            _check_overwrite(params["table"])
         out = []
         for i in range(count):
             day = start + dt.timedelta(days=i)

@@ -2,8 +2,8 @@
 default `$LAKEFORMAT_MAINTAIN_TABLES` or `*.*`), each table's retention from its own options
 (`snapshot.num-retained.min/max`, `snapshot.time-retained`, `snapshot.expire.limit`).
 
-Expiry of a table waits while the nightly maintenance holds its lease (a retryable error;
-the task retries).
+Expiry of a table waits while the nightly maintenance holds its lease and, if the lease is
+still held after the wait (`lock-acquire-timeout`), the task is skipped: the next hour expires.
 """
 
 from __future__ import annotations
@@ -31,5 +31,6 @@ with DAG(
     doc_md=__doc__,
 ):
     tables = LakeformatListTablesOperator(task_id="list_tables", pattern="{{ params.tables }}")
-    LakeformatExpireSnapshotsOperator.partial(task_id="expire_snapshots").expand(
+    LakeformatExpireSnapshotsOperator.partial(
+        task_id="expire_snapshots", skip_when_busy=True).expand(
         table=tables.output)

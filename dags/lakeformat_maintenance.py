@@ -6,9 +6,11 @@
 Policies come from each table's options, as Paimon reads them: `snapshot.num-retained.min`,
 `snapshot.num-retained.max`, `snapshot.time-retained`, `snapshot.expire.limit` for expiry;
 schema files nothing retained needs are deleted; orphan files older than 1 day are removed.
-A table is never maintained twice at once: `max_active_runs=1` here, and every maintenance job
-holds the table's maintenance lease, so a job of another DAG (the hourly expiry) waits for it
-or fails with a retryable error naming the holder.
+At most two compactions run at once (each bounded by its table's `write-buffer-size`, or on
+Spark). A table is never maintained twice at once: `max_active_runs=1` here, and every
+maintenance job holds the table's maintenance lease, so a job of another DAG (the hourly
+expiry) waits for it, then fails with a retryable error naming the holder (or, for the hourly
+expiry, is skipped).
 
 Params: `tables` (default `$LAKEFORMAT_MAINTAIN_TABLES` or `*.*`), `partition_idle_time`
 (default "1 h": a partition still being written is not compacted), `engine` (default
@@ -56,7 +58,7 @@ with DAG(
         compact = LakeformatCompactOperator(
             task_id="compact", table=table, full=True,
             partition_idle_time="{{ params.partition_idle_time }}",
-            engine="{{ params.engine }}")
+            engine="{{ params.engine }}", max_active_tis_per_dagrun=2)
         expire = LakeformatExpireSnapshotsOperator(task_id="expire_snapshots", table=table)
         schemas = LakeformatCleanSchemasOperator(task_id="clean_schemas", table=table)
         orphans = LakeformatRemoveOrphanFilesOperator(task_id="remove_orphan_files", table=table)

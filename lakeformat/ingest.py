@@ -107,8 +107,11 @@ def ingest_files(table: Any, source: str | Sequence[str], format: str | None = N
     files' new columns to the table first. Give `commit_user`/`commit_identifier` (e.g. the
     DAG task and its logical date) to make a re-run land once. Returns the `CommitResult`."""
     first = source if isinstance(source, str) else (list(source) or [""])[0]
-    rows = read_files(source, format, schema=table, file_io=source_file_io(table, first),
-                      allow_extra=merge_schema)
+    try:
+        rows = read_files(source, format, schema=table, file_io=source_file_io(table, first),
+                          allow_extra=merge_schema)
+    except FileNotFoundError as e:
+        raise InputFileError(f"input file {e.filename or e} does not exist") from None
     return table.write(rows, overwrite=overwrite, merge_schema=True if merge_schema else None,
                        commit_user=commit_user, commit_identifier=commit_identifier)
 

@@ -57,6 +57,9 @@ def rollback_to(file_io: FileIO, table_path: str, table_name: str, target: int |
             result.deleted.append(tags.tag_path(tag.name))
             result.other_files_deleted += 1
     result.latest_snapshot = target_id
-    result.earliest_snapshot = sm.earliest_snapshot_id()
+    earliest = sm.earliest_snapshot_id()
+    # a dry run to a tag whose snapshot expired: the rollback would restore it as the earliest
+    result.earliest_snapshot = target_id if earliest is None or earliest > target_id \
+        else earliest
     result.duration_s = round(time.monotonic() - start, 3)
     return result

@@ -40,10 +40,21 @@ def _spark_available() -> bool:
     return bool(shutil.which("java") or os.environ.get("JAVA_HOME"))
 
 
+MARKER = ".lakeformat-demo-home"
+
+
 def _configure(home: Path, engine: str) -> None:
-    """Airflow's configuration: set before anything imports airflow."""
-    shutil.rmtree(home, ignore_errors=True)
-    home.mkdir(parents=True)
+    """Airflow's configuration: set before anything imports airflow. The home is recreated
+    only when this demo made it (its marker file is there) or it is absent or empty."""
+    if not (ROOT / "dags").is_dir():
+        raise SystemExit(f"the demo runs the project's DAGs: run it from a checkout "
+                         f"(`make demo`); no dags/ beside {Path(__file__).parent}")
+    if home.exists() and any(home.iterdir()):
+        if not (home / MARKER).exists():
+            raise SystemExit(f"{home} exists and is not a demo home: give another --home")
+        shutil.rmtree(home)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / MARKER).write_text("made by lakeformat_airflow.demo; deleted by its next run\n")
     os.environ.update({
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",

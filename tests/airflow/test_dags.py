@@ -94,3 +94,19 @@ def test_backfill_refuses_a_bad_range(local_conn, dags):
         "end": "2024-05-01", "mode": "overwrite", "format": "", "merge_schema": False})
     assert run.state == "failed"
     assert dags.states(run)["days"] == "failed"
+
+
+def test_backfill_refuses_overwrite_where_it_loses_rows(local_conn, dags):
+    catalog = lf.Catalog(local_conn)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("dt", pa.string(), nullable=False),
+                        pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    catalog.create_table("db.wide", schema, primary_keys=["dt", "id"], partition_keys=["dt"],
+                         options={"bucket": "1", "merge-engine": "partial-update"})
+    dag = dags.load("lakeformat_backfill.py", "lakeformat_backfill")
+    run = dag.test(logical_date=dt.datetime(2024, 6, 3, tzinfo=dt.UTC), run_conf={
+        "table": "db.wide", "source": "x/dt={date}/*.parquet", "start": "2024-05-01",
+        "end": "2024-05-01", "mode": "overwrite", "format": "", "merge_schema": False})
+    assert run.state == "failed"
+    assert dags.states(run)["days"] == "failed"
+    assert catalog.get_table("db.wide").snapshots() == []

@@ -163,3 +163,24 @@ def test_held_maintenance_lease_is_retried_and_changes_nothing(s3_warehouse, mon
         logical_date=_day(), run_conf={"table": "db.t", "older_than": "1 ms"})
     assert run.state == "success"
     assert [s.id for s in t.refresh().snapshots()] == [3]
+
+
+def test_bad_values_after_rendering_fail_at_once(s3_conn, dags, tmp_path):
+    """A table name or an engine that is only wrong once rendered: the task fails on its
+    first try with the argument named, and nothing is read or written."""
+    uri, options = s3_conn
+    t = _table(uri, options)
+    before = _state(t)
+    run = dags.load("lf_test_ops.py", "lf_test_expire").test(
+        logical_date=_day(), run_conf={"table": "nodot", "older_than": "1 ms"})
+    assert run.state == "failed"
+    assert _tries(run)["expire_snapshots"] == ("failed", 1)
+    op = LakeformatIngestOperator(task_id="x", table="db.t", source="a.parquet",
+                                  engine="{{ params.engine }}")
+    op.engine = "flink"  # as rendered
+    with pytest.raises(AirflowFailException, match="engine.*flink"):
+        op.execute(_context())
+    op.engine, op.source = "local", str(tmp_path / "missing.parquet")
+    with pytest.raises(AirflowFailException, match="missing.parquet does not exist"):
+        op.execute(_context())
+    assert _state(t) == before

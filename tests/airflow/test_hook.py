@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
-from lakeformat_airflow.assets import env_warehouse, table_uri
+from lakeformat_airflow.assets import table_uri
 from lakeformat_airflow.hooks import ConnectionConfigError, LakeformatHook
 
 
@@ -47,7 +47,6 @@ def test_catalog_from_a_uri_connection_and_extra_warehouse(tmp_path, monkeypatch
     hook = LakeformatHook("lf_uri")
     assert hook.warehouse() == str(wh)
     assert hook.get_catalog().options["lock.enabled"] == "true"
-    assert env_warehouse("lf_uri") == str(wh)
 
 
 def test_credentials_from_an_aws_connection(s3_warehouse, monkeypatch, dags):
@@ -89,20 +88,33 @@ def test_asset_uris():
     assert table_uri("file:///data/wh", "db.t") == "paimon:///data/wh/db/t"
 
 
-def test_writing_operators_declare_their_table_as_an_outlet(monkeypatch, dags):
+def test_writing_operators_declare_the_connection_alias():
     from lakeformat_airflow.operators import (
         LakeformatCompactOperator,
         LakeformatExpireSnapshotsOperator,
         LakeformatIngestOperator,
     )
 
-    monkeypatch.setenv("AIRFLOW_CONN_LAKEFORMAT_DEFAULT", dags.conn_json(
-        "lakeformat", "s3://bucket/wh"))
     ingest = LakeformatIngestOperator(task_id="i", table="db.t", source="x/*.parquet")
-    assert [o.uri for o in ingest.outlets] == ["paimon://bucket/wh/db/t"]
-    compact = LakeformatCompactOperator(task_id="c", table="db.t", warehouse="s3://other/wh")
-    assert [o.uri for o in compact.outlets] == ["paimon://other/wh/db/t"]
+    assert [o.name for o in ingest.outlets] == ["lakeformat:lakeformat_default"]
+    compact = LakeformatCompactOperator(task_id="c", table="{{ params.t }}",
+                                        lakeformat_conn_id="other")
+    assert [o.name for o in compact.outlets] == ["lakeformat:other"]
     assert LakeformatExpireSnapshotsOperator(task_id="e", table="db.t").outlets == []
+
+
+def test_the_secret_is_masked_once_read(s3_warehouse, monkeypatch, dags):
+    from airflow.sdk._shared.secrets_masker import redact
+
+    uri, options = s3_warehouse
+    secret, token = "lf-hook-secret-71c3e0", "lf-aws-secret-9d2a44"
+    monkeypatch.setenv("AIRFLOW_CONN_LAKEFORMAT_DEFAULT", dags.conn_json(
+        "lakeformat", uri, "key", secret, {"s3.region": "us-east-1"}))
+    monkeypatch.setenv("AIRFLOW_CONN_MY_AWS", json.dumps({
+        "conn_type": "aws", "login": "k2", "password": token}))
+    assert LakeformatHook().catalog_config()[1]["s3.secret-key"] == secret
+    assert LakeformatHook(aws_conn_id="my_aws").catalog_config()[1]["s3.secret-key"] == token
+    assert redact(f"options {secret} and {token}") == "options *** and ***"
 
 
 def test_macros(local_conn):

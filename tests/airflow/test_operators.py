@@ -55,6 +55,20 @@ def _all_xcom(run):
             dag_id=run.dag_id, run_id=run.run_id)]
 
 
+def _asset_events(run) -> dict[str, int]:
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        rows = session.query(AssetModel.uri).join(
+            AssetEvent, AssetEvent.asset_id == AssetModel.id).filter(
+            AssetEvent.source_dag_id == run.dag_id, AssetEvent.source_run_id == run.run_id)
+        counts: dict[str, int] = {}
+        for (uri,) in rows:
+            counts[uri] = counts.get(uri, 0) + 1
+        return counts
+
+
 def test_every_operator_in_one_run(secret_conn, dags, caplog, capsys):
     uri, options = secret_conn
     bucket = uri.split("/")[2]
@@ -68,7 +82,7 @@ def test_every_operator_in_one_run(secret_conn, dags, caplog, capsys):
     caplog.set_level(logging.INFO)
     run = dag.test(logical_date=DAY, run_conf={
         "table": "db.events", "source": f"s3://{bucket}/landing/2024-06-01/*.parquet",
-        "keep": "1500 d"})
+        "keep": f"{(dt.date.today() - dt.date(2020, 1, 1)).days} d"})  # cut-off 2020-01-01
     states = dags.states(run)
     assert run.state == "success", states
     catalog = lf.Catalog(uri, options=options)
@@ -109,6 +123,10 @@ def test_every_operator_in_one_run(secret_conn, dags, caplog, capsys):
     assert [s.id for s in t.schemas()] == [1]
     assert [g.name for g in t.list_tags()] == ["daily-2024-06-01"]
 
+    # commits announced as events of the table's Asset, through the connection's alias
+    assert _asset_events(run) == {f"paimon://{bucket}/wh/db/events": 3}  # ingest, compact,
+    # partition drop; not the dry runs
+
     # templates rendered; the secret in no rendered field, XCom value or log line
     assert _rendered(run, "ingest")["source"] == f"s3://{bucket}/landing/2024-06-01/*.parquet"
     assert _rendered(run, "create_tag")["tag"] == "daily-2024-06-01"
@@ -116,6 +134,27 @@ def test_every_operator_in_one_run(secret_conn, dags, caplog, capsys):
         assert SECRET not in json.dumps(_rendered(run, task_id), default=str)
     assert all(SECRET not in v for v in _all_xcom(run))
     assert SECRET not in caplog.text and SECRET not in capsys.readouterr().out
+
+
+def test_mapped_ingests_each_commit(secret_conn, dags, tmp_path):
+    """Mapped instances of one ingest task commit on their own (the map index is part of the
+    commit user), and a re-run of the date lands none of them twice."""
+    uri, options = secret_conn
+    catalog = lf.Catalog(uri, options=options)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = catalog.create_table("db.m", schema, primary_keys=["id"], options={"bucket": "2"})
+    for name, ids in (("a", [1, 2]), ("b", [3])):
+        pq.write_table(pa.table({"id": ids, "v": [name] * len(ids)}, schema=schema),
+                       tmp_path / f"{name}.parquet")
+    dag = dags.load("lf_test_ingest.py", "lf_test_ingest_mapped")
+    conf = {"table": "db.m", "a": str(tmp_path / "a.parquet"), "b": str(tmp_path / "b.parquet")}
+    for _ in range(2):
+        run = dag.test(logical_date=DAY, run_conf=conf)
+        assert run.state == "success", dags.states(run)
+    assert t.read().sort_by("id").to_pydict() == {"id": [1, 2, 3], "v": ["a", "a", "b"]}
+    assert [s.commit_user for s in t.snapshots()] == [
+        "airflow:lf_test_ingest_mapped.ingest[0]", "airflow:lf_test_ingest_mapped.ingest[1]"]
 
 
 def test_ingest_rerun_of_a_date_lands_once(secret_conn, dags, tmp_path):

@@ -20,14 +20,17 @@ from airflow.sdk import BaseOperator
 
 from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow import DEFAULT_CONN_ID
-from lakeformat_airflow.assets import env_warehouse, table_asset
+from lakeformat_airflow.assets import connection_alias, table_asset
 
 ENGINES = ("local", "spark")
 DEFAULT_SPARK_CONN_ID = "spark_default"
 
 
 def templated(value: Any) -> bool:
-    """Whether `value` is (or holds) a Jinja template, checked after rendering instead."""
+    """Whether `value` is (or holds) a Jinja template or a value another task provides (an
+    XComArg, a mapped argument): it is checked after rendering instead."""
+    if hasattr(value, "resolve"):
+        return True
     if isinstance(value, str):
         return "{{" in value or "{%" in value
     if isinstance(value, (list, tuple)):
@@ -39,7 +42,7 @@ def templated(value: Any) -> bool:
 
 def check_table_name(table: Any) -> None:
     """'database.table' — unless a template or a mapped/XCom argument resolves it later."""
-    if templated(table) or hasattr(table, "resolve"):
+    if templated(table):
         return
     if not isinstance(table, str) or table.count(".") != 1 or not all(table.split(".")):
         raise InvalidArgumentError(f"table must be 'database.table', got {table!r}")
@@ -93,9 +96,13 @@ class LakeformatBaseOperator(BaseOperator):
     """One library call on one table of a `lakeformat` connection.
 
     `table` is `database.table`; `lakeformat_conn_id` the connection (default
-    `lakeformat_default`). Operators that commit to the table (`writes_table`) declare its
-    Asset as an outlet (see `lakeformat_airflow.assets`; `warehouse` names the warehouse for
-    the asset when the connection is not in the environment at parse time).
+    `lakeformat_default`). `skip_when_busy=True` skips the task instead of failing it when
+    another job holds the table's maintenance lease (a frequent job such as hourly expiry,
+    which the next run catches up on). Operators that commit to the table (`writes_table`)
+    declare the connection's asset alias as an outlet and, when a run changed the table,
+    attach an event for the table's Asset `paimon://<warehouse>/<db>/<table>` to it (see
+    `lakeformat_airflow.assets`): the warehouse is the connection's real one, read in the
+    task, and templated or mapped table names get their events too.
     """
 
     template_fields: Sequence[str] = ("table",)
@@ -103,16 +110,14 @@ class LakeformatBaseOperator(BaseOperator):
     writes_table = False
 
     def __init__(self, *, table: str, lakeformat_conn_id: str = DEFAULT_CONN_ID,
-                 warehouse: str | None = None, **kwargs: Any):
+                 skip_when_busy: bool = False, **kwargs: Any):
         check_table_name(table)
-        if self.writes_table and "outlets" not in kwargs and isinstance(table, str) \
-                and not templated(table):
-            location = warehouse or env_warehouse(lakeformat_conn_id) or lakeformat_conn_id
-            kwargs["outlets"] = [table_asset(location, table)]
+        if self.writes_table and "outlets" not in kwargs:
+            kwargs["outlets"] = [connection_alias(lakeformat_conn_id)]
         super().__init__(**kwargs)
         self.table = table
         self.lakeformat_conn_id = lakeformat_conn_id
-        self.warehouse = warehouse
+        self.skip_when_busy = skip_when_busy
 
     def hook(self) -> Any:
         from lakeformat_airflow.hooks.lakeformat import LakeformatHook
@@ -120,13 +125,39 @@ class LakeformatBaseOperator(BaseOperator):
         return LakeformatHook(self.lakeformat_conn_id)
 
     def execute(self, context: Any) -> dict[str, Any]:
-        check_table_name(self.table)
-        with library_errors():
-            self.check_rendered()
-            table = self.hook().get_table(self.table)
-            result = self.run(table, context)
+        import lakeformat as lf
+
+        try:
+            with library_errors():
+                check_table_name(self.table)
+                self.check_rendered()
+                hook = self.hook()
+                table = hook.get_table(self.table)
+                result = self.run(table, context)
+        except lf.LockTimeoutError as e:
+            if not self.skip_when_busy:
+                raise
+            from airflow.sdk.exceptions import AirflowSkipException
+
+            raise AirflowSkipException(f"{e} — skipped (skip_when_busy): the next run does "
+                                       "it") from e
         self.log.info("%s", result)
+        if self.writes_table and self.changed(result):
+            self.emit_asset_event(context, hook.warehouse())
         return result.to_dict()
+
+    def emit_asset_event(self, context: Any, warehouse: str) -> None:
+        """An event for the table's Asset, through the connection's alias when declared."""
+        alias = connection_alias(self.lakeformat_conn_id)
+        if not any(getattr(o, "name", None) == alias.name for o in self.outlets or []):
+            return
+        events = context.get("outlet_events")
+        if events is not None:
+            events[alias].add(table_asset(warehouse, self.table))
+
+    def changed(self, result: Any) -> bool:
+        """Whether `result` committed something new (an asset event is due)."""
+        return True
 
     def check_rendered(self) -> None:
         """Argument checks that had to wait for the templates to render."""
@@ -138,7 +169,8 @@ class LakeformatBaseOperator(BaseOperator):
 class CommitIdentityMixin:
     """The commit user and identifier that make a re-run of the same logical date land once.
 
-    Default user `airflow:<dag_id>.<task_id>`, identifier the logical date in epoch
+    Default user `airflow:<dag_id>.<task_id>` (`[<map_index>]` appended for a mapped task:
+    each mapped instance commits on its own), identifier the logical date in epoch
     milliseconds (`run_after` for a run without one): a retry or a backfill of that date finds
     its earlier commit and commits nothing. `commit_user` / `commit_identifier` override them
     (templated), e.g. a backfill of several dates in one run gives each date's identifier.
@@ -149,7 +181,8 @@ class CommitIdentityMixin:
 
     def commit_identity(self, context: Any) -> tuple[str, int]:
         ti = context["ti"]
-        user = self.commit_user or f"airflow:{ti.dag_id}.{ti.task_id}"
+        mapped = f"[{ti.map_index}]" if getattr(ti, "map_index", -1) >= 0 else ""
+        user = self.commit_user or f"airflow:{ti.dag_id}.{ti.task_id}{mapped}"
         raw = self.commit_identifier
         if raw is None or raw == "":
             when = context.get("logical_date") or context["dag_run"].run_after
@@ -180,6 +213,10 @@ class EngineMixin:
 
     engine: str
     spark_conn_id: str
+
+    def use_spark(self) -> bool:
+        check_choice("engine", self.engine, ENGINES)
+        return self.engine == "spark"
 
     def spark(self, context: Any) -> Any:
         from lakeformat_airflow.hooks.spark import spark_session

@@ -63,6 +63,9 @@ class LakeformatCompactOperator(CommitIdentityMixin, EngineMixin, LakeformatBase
         check_choice("engine", self.engine, ENGINES)
         check_duration("partition_idle_time", self.partition_idle_time or None)
 
+    def changed(self, result: Any) -> bool:
+        return bool(result.snapshot_ids)
+
     def run(self, table: Any, context: Any) -> Any:
         user, identifier = self.commit_identity(context)
         kwargs = dict(full=self.full, partitions=self.partitions, where=_dnf(self.where),
@@ -70,7 +73,7 @@ class LakeformatCompactOperator(CommitIdentityMixin, EngineMixin, LakeformatBase
                       memory_budget=self.memory_budget or None,
                       partitions_per_commit=self.partitions_per_commit,
                       progress=self.log.info, commit_user=user, commit_identifier=identifier)
-        if self.engine == "spark":
+        if self.use_spark():
             from lakeformat.spark.compaction import compact
 
             return compact(self.spark(context), table, **kwargs)

@@ -16,13 +16,13 @@ from lakeformat_airflow.operators.base import (
 )
 
 
-class _DryRunMixin:
+class DryRunMixin:
     def _check_dry_run(self, dry_run: Any) -> None:
         if not isinstance(dry_run, bool):
             raise InvalidArgumentError(f"dry_run must be True or False, got {dry_run!r}")
 
 
-class LakeformatExpireSnapshotsOperator(_DryRunMixin, LakeformatBaseOperator):
+class LakeformatExpireSnapshotsOperator(DryRunMixin, LakeformatBaseOperator):
     """Expire old snapshots and the files only they used (`Table.expire_snapshots`): keep at
     least `retain_min`, at most `retain_max`, expire those older than `older_than`, delete at
     most `max_deletes` snapshots per run."""
@@ -53,7 +53,7 @@ class LakeformatExpireSnapshotsOperator(_DryRunMixin, LakeformatBaseOperator):
                                       max_deletes=self.max_deletes, dry_run=self.dry_run)
 
 
-class LakeformatCleanSchemasOperator(_DryRunMixin, LakeformatBaseOperator):
+class LakeformatCleanSchemasOperator(DryRunMixin, LakeformatBaseOperator):
     """Schema-file retention (`Table.clean_schemas`): delete schema files no retained snapshot,
     tag or data file needs, keeping the newest `retain_min` and those younger than
     `older_than` (Paimon itself keeps every schema file forever)."""
@@ -76,7 +76,7 @@ class LakeformatCleanSchemasOperator(_DryRunMixin, LakeformatBaseOperator):
                                    older_than=self.older_than or None, dry_run=self.dry_run)
 
 
-class LakeformatRemoveOrphanFilesOperator(_DryRunMixin, LakeformatBaseOperator):
+class LakeformatRemoveOrphanFilesOperator(DryRunMixin, LakeformatBaseOperator):
     """Delete files under the table nothing references, older than `older_than` (default
     1 day; less than 1 hour is refused unless `enforce_retention_duration=False`, for cleanup
     after a crash when no writer runs)."""
@@ -100,7 +100,7 @@ class LakeformatRemoveOrphanFilesOperator(_DryRunMixin, LakeformatBaseOperator):
             enforce_retention_duration=self.enforce_retention_duration)
 
 
-class LakeformatExpirePartitionsOperator(_DryRunMixin, LakeformatBaseOperator):
+class LakeformatExpirePartitionsOperator(DryRunMixin, LakeformatBaseOperator):
     """Drop partitions whose time (read from their values) is older than `expiration_time`
     (default the table's `partition.expiration-time`), as one OVERWRITE commit."""
 
@@ -116,6 +116,9 @@ class LakeformatExpirePartitionsOperator(_DryRunMixin, LakeformatBaseOperator):
 
     def check_rendered(self) -> None:
         check_duration("expiration_time", self.expiration_time or None)
+
+    def changed(self, result: Any) -> bool:
+        return not result.dry_run and bool(result.partitions_expired)
 
     def run(self, table: Any, context: Any) -> Any:
         return table.expire_partitions(expiration_time=self.expiration_time or None,

@@ -10,7 +10,9 @@ from lakeformat_airflow.operators.base import (
     LakeformatBaseOperator,
     check_count,
     check_duration,
+    templated,
 )
+from lakeformat_airflow.operators.maintenance import DryRunMixin
 
 
 class LakeformatCreateTagOperator(LakeformatBaseOperator):
@@ -23,7 +25,7 @@ class LakeformatCreateTagOperator(LakeformatBaseOperator):
     def __init__(self, *, table: str, tag: str, snapshot_id: int | None = None,
                  time_retained: Any = None, exist_ok: bool = True, **kwargs: Any):
         super().__init__(table=table, **kwargs)
-        if not isinstance(tag, str) or not tag.strip():
+        if not templated(tag) and (not isinstance(tag, str) or not tag.strip()):
             raise InvalidArgumentError(f"tag must be a non-empty name, got {tag!r}")
         check_count("snapshot_id", snapshot_id)
         check_duration("time_retained", time_retained)
@@ -49,7 +51,7 @@ class LakeformatCreateTagOperator(LakeformatBaseOperator):
             return existing
 
 
-class LakeformatRollbackOperator(LakeformatBaseOperator):
+class LakeformatRollbackOperator(DryRunMixin, LakeformatBaseOperator):
     """Make a snapshot id (int) or a tag (str) the table's latest state (`Table.rollback_to`):
     later snapshots and tags are deleted. `dry_run` lists them and changes nothing."""
 
@@ -58,12 +60,14 @@ class LakeformatRollbackOperator(LakeformatBaseOperator):
 
     def __init__(self, *, table: str, to: int | str, dry_run: bool = False, **kwargs: Any):
         super().__init__(table=table, **kwargs)
-        if isinstance(to, bool) or not isinstance(to, (int, str)) or to == "" or (
-                isinstance(to, int) and to < 1):
+        if not templated(to) and (isinstance(to, bool) or not isinstance(to, (int, str))
+                                  or to == "" or (isinstance(to, int) and to < 1)):
             raise InvalidArgumentError(f"to must be a snapshot id (>= 1) or a tag name, got {to!r}")
-        if not isinstance(dry_run, bool):
-            raise InvalidArgumentError(f"dry_run must be True or False, got {dry_run!r}")
+        self._check_dry_run(dry_run)
         self.to, self.dry_run = to, dry_run
+
+    def changed(self, result: Any) -> bool:
+        return not result.dry_run and bool(result.deleted)
 
     def run(self, table: Any, context: Any) -> Any:
         target = self.to

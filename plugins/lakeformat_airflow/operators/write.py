@@ -45,7 +45,7 @@ class LakeformatIngestOperator(CommitIdentityMixin, EngineMixin, LakeformatBaseO
                  memory_budget: int | str | None = None, commit_user: str | None = None,
                  commit_identifier: int | str | None = None, **kwargs: Any):
         super().__init__(table=table, **kwargs)
-        if not source or not isinstance(source, (str, list, tuple)):
+        if not templated(source) and (not source or not isinstance(source, (str, list, tuple))):
             raise InvalidArgumentError(f"source must be a path, a glob pattern or a list of "
                                        f"them, got {source!r}")
         check_choice("format", format, FORMATS)
@@ -67,6 +67,12 @@ class LakeformatIngestOperator(CommitIdentityMixin, EngineMixin, LakeformatBaseO
         check_choice("engine", self.engine, ENGINES)
         check_choice("format", self.format or None, FORMATS)
         check_choice("mode", self.mode, MODES)
+        if not self.source or not isinstance(self.source, (str, list, tuple)):
+            raise InvalidArgumentError(f"source rendered to {self.source!r}: give a path, a "
+                                       "glob pattern or a list of them")
+
+    def changed(self, result: Any) -> bool:
+        return result.snapshot_id is not None and not result.already_committed
 
     def run(self, table: Any, context: Any) -> Any:
         user, identifier = self.commit_identity(context)
@@ -74,7 +80,7 @@ class LakeformatIngestOperator(CommitIdentityMixin, EngineMixin, LakeformatBaseO
         overwrite = self.mode == "overwrite"
         self.log.info("ingesting %s into %s (%s, %s, commit %s / %s)", self.source, self.table,
                       self.mode, self.engine, user, identifier)
-        if self.engine == "spark":
+        if self.use_spark():
             from lakeformat.spark.file_ingest import ingest
 
             return ingest(self.spark(context), table, self.source, fmt, overwrite,
@@ -101,7 +107,7 @@ class LakeformatCreateTableOperator(LakeformatBaseOperator):
                  partition_keys: Sequence[str] = (), options: dict[str, Any] | None = None,
                  comment: str | None = None, if_not_exists: bool = True, **kwargs: Any):
         super().__init__(table=table, **kwargs)
-        if not isinstance(columns, str) or not columns.strip():
+        if not templated(columns) and (not isinstance(columns, str) or not columns.strip()):
             raise InvalidArgumentError("columns must be Paimon SQL text, e.g. 'id BIGINT NOT NULL, "
                                        "name STRING'")
         self.columns = columns
@@ -115,8 +121,8 @@ class LakeformatCreateTableOperator(LakeformatBaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         from lakeformat_airflow.operators.base import check_table_name, library_errors
 
-        check_table_name(self.table)
         with library_errors():
+            check_table_name(self.table)
             result = self._create()
         self.log.info("%s %s at %s (schema %s)",
                       "created" if result["created"] else "kept existing", result["table"],
@@ -181,14 +187,15 @@ class LakeformatAlterTableOperator(LakeformatBaseOperator):
 
     def __init__(self, *, table: str, changes: Sequence[Any], **kwargs: Any):
         super().__init__(table=table, **kwargs)
-        if isinstance(changes, (str, bytes)) or not isinstance(changes, (list, tuple)):
+        if not hasattr(changes, "resolve") and (isinstance(changes, (str, bytes))
+                                                or not isinstance(changes, (list, tuple))):
             raise InvalidArgumentError(f"changes must be a list of schema changes, got {changes!r}")
         if not templated(changes):
             for spec in changes:
                 if isinstance(spec, dict) and spec.get("action") not in _ACTIONS:
                     raise InvalidArgumentError(f"schema change {spec!r}: action must be one of "
                                                f"{', '.join(_ACTIONS)}")
-        self.changes = list(changes)
+        self.changes = changes if hasattr(changes, "resolve") else list(changes)
 
     def run(self, table: Any, context: Any) -> Any:
         before = table.table_schema.id

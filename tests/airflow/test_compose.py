@@ -22,7 +22,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +30,8 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+
+from tests.support.serving import wait_until_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILES = ("docker-compose.yml", "Dockerfile", ".dockerignore", "docker")
@@ -440,16 +441,7 @@ def connect_server(compose: dict[str, Any], tmp_path: Path) -> Iterator[tuple[in
         server = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=log,
                                   stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.5).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError("the spark-connect command did not serve: "
-                                         + log_path.read_text()[-3000:]) from None
-                time.sleep(0.5)
+        wait_until_serving(port, server, log_path, 180, "the spark-connect command")
         check = [str(p).replace("15002", str(port)) for p in svc["healthcheck"]["test"]]
         yield port, check
     finally:

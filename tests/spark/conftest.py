@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from tests.support.catalogs import (  # noqa: F401 - fixtures shared with the in
     s3_server,
     s3_warehouse,
 )
+from tests.support.serving import wait_until_serving
 
 
 @pytest.fixture(scope="session")
@@ -72,16 +72,7 @@ def spark_connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                   start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.5).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the Spark Connect server did not start: "
-                                       + (logs / "server.log").read_text()[-2000:]) from None
-                time.sleep(0.5)
+        wait_until_serving(port, server, logs / "server.log", 120, "the Spark Connect server")
         # Connect's own builder: pyspark.sql.SparkSession.builder.remote() refuses to start
         # while the classic `spark` session of this process runs (SESSION_ALREADY_EXIST)
         from pyspark.sql.connect.session import SparkSession as RemoteSparkSession

@@ -49,6 +49,7 @@ from lakeformat.version import __version__
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
     from lakeformat.catalog import Catalog, Identifier
     from lakeformat.results import CommitResult, TagInfo
+    from lakeformat.schema.option_names import OptionNameWarning
     from lakeformat.schema.schema_change import Move, SchemaChange
     from lakeformat.table import Table
 
@@ -61,6 +62,7 @@ _LAZY = {
     "TagInfo": "lakeformat.results",
     "SchemaChange": "lakeformat.schema.schema_change",
     "Move": "lakeformat.schema.schema_change",
+    "OptionNameWarning": "lakeformat.schema.option_names",
 }
 
 
@@ -86,7 +88,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Catalog", "Identifier", "Table", "CommitResult", "TagInfo", "SchemaChange", "Move",
-    "LakeformatError", "UnsupportedError",
+    "OptionNameWarning", "LakeformatError", "UnsupportedError",
     "SchemaMismatchError", "CorruptFileError", "CommitConflictError", "CommitFailedError",
     "CommitOutcomeUnknownError",
     "InvalidIdentifierError", "InvalidOptionError", "InvalidFilterError", "InputFileError",

@@ -14,6 +14,7 @@ from lakeformat.errors import (
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
     InvalidIdentifierError,
+    InvalidOptionError,
     TableAlreadyExistsError,
     TableNotFoundError,
 )
@@ -24,6 +25,7 @@ from lakeformat.metastore.base import Metastore
 from lakeformat.metastore.filesystem import FileSystemMetastore
 from lakeformat.metastore.options import check_catalog_options
 from lakeformat.operation.merge_schema import validate_table_schema
+from lakeformat.schema.option_names import check_option_names
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import new_schema
 from lakeformat.schema.types import DataField, assign_field_ids, from_arrow
@@ -225,6 +227,13 @@ class Catalog:
         fields, _ = assign_field_ids(fields)
         opts = {str(k): str(v).lower() if isinstance(v, bool) else str(v)
                 for k, v in (options or {}).items()}
+        if "bucket" not in opts:
+            raise InvalidOptionError(
+                f"table {ident}: table option 'bucket' is not set. Paimon's default is dynamic "
+                "bucket (bucket=-1), which lakeformat reads and compacts but does not write yet; "
+                "set bucket=N for a fixed number of buckets (e.g. 4; CLI: -O bucket=4), or "
+                "bucket=-1 explicitly for a table other engines write")
+        check_option_names(str(ident), opts, [f.name for f in fields])
         table_schema = new_schema(0, fields, list(partition_keys or []), list(primary_keys),
                                   opts, comment)
         validate_table_schema(table_schema)

@@ -45,6 +45,8 @@ from lakeformat.operation.tags import create_tag, delete_tag, list_tags
 from lakeformat.operation.write_job import WriteJob, check_commit_identity, delete_rows
 from lakeformat.results import CommitResult, CompactResult, MaintenanceResult, TagInfo
 from lakeformat.schema.alter import apply_changes
+from lakeformat.schema.option_names import check_option_names
+from lakeformat.schema.schema_change import SetOption
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.schema.types import arrow_schema
@@ -271,6 +273,9 @@ class Table:
         it first. Returns the new schema (the current one when `changes` is empty).
         """
         changes = [changes] if not isinstance(changes, (list, tuple)) else list(changes)
+        check_option_names(self.name, {c.key: c.value for c in changes
+                                       if isinstance(c, SetOption)},
+                           self._schema.field_names)
         has_snapshots: list[bool] = []
 
         def make_next(latest: TableSchema) -> TableSchema:

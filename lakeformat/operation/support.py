@@ -80,7 +80,8 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("primary key", "none (append table)", (READ, WRITE, COMPACT),
             "lakeformat implements primary-key tables only", _no_primary_key),
     Refusal("bucket", "-1 (dynamic bucket)", (WRITE,),
-            "writes need a fixed bucket count; create the table with options={'bucket': 'N'}",
+            "lakeformat writes fixed-bucket tables only (not yet dynamic bucket): create the "
+            "table with table option bucket=N (create_table options, CLI -O bucket=N)",
             _bucket(lambda b: b == -1)),
     Refusal("bucket", "-2 (postpone bucket)", (WRITE, COMPACT),
             "postpone-bucket files are assigned buckets by Paimon's own compaction",

@@ -136,5 +136,6 @@ def test_table_creation_through_an_ignoring_store_is_refused(
     cat = lf.Catalog(wh, options=s3_options(ignoring_store.endpoint))
     cat.create_database("db")
     with pytest.raises(UnsupportedError, match="lock.type=jdbc"):
-        cat.create_table("db.t", schema=pa.schema([("id", pa.int64())]), primary_keys=["id"])
+        cat.create_table("db.t", schema=pa.schema([("id", pa.int64())]), primary_keys=["id"],
+                         options={"bucket": "1"})
     assert not lf.Catalog(wh, options=s3_options(s3_server)).table_exists("db.t")

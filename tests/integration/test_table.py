@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
@@ -206,9 +207,31 @@ def test_unknown_things_raise_clear_errors(catalog):
 
 
 def test_dynamic_bucket_write_is_refused(catalog):
-    t = catalog.create_table("db.dyn", SCHEMA, primary_keys=["dt", "id"])
-    with pytest.raises(lf.UnsupportedError, match="bucket=-1"):
+    t = catalog.create_table("db.dyn", SCHEMA, primary_keys=["dt", "id"],
+                             options={"bucket": "-1"})
+    with pytest.raises(lf.UnsupportedError, match="bucket=-1") as refused:
         t.write(rows("a", [1]))
+    assert "-O bucket=N" in str(refused.value) and "options={" not in str(refused.value)
+
+
+def test_create_table_without_bucket_is_refused_naming_the_option(catalog):
+    with pytest.raises(lf.InvalidOptionError, match="'bucket' is not set.*bucket=N"):
+        catalog.create_table("db.nobucket", SCHEMA, primary_keys=["dt", "id"])
+    assert not catalog.table_exists("db.nobucket")
+
+
+def test_table_option_typo_warns_naming_the_likely_key(catalog):
+    with pytest.warns(lf.OptionNameWarning, match="'merge-engin'.*'merge-engine'"):
+        t = catalog.create_table("db.typo", SCHEMA, primary_keys=["dt", "id"],
+                                 options={"bucket": "1", "merge-engin": "first-row",
+                                          "my.team.owner": "data-eng"})
+    assert t.options["merge-engin"] == "first-row"  # stored as given, as Paimon stores it
+    with pytest.warns(lf.OptionNameWarning, match="'fields.name.sequence-group'"):
+        t.alter([lf.SchemaChange.set_option("fields.name.sequence-grop", "x")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a user's own key and Paimon's keys: no warning
+        t.alter([lf.SchemaChange.set_option("my.team.cost-center", "42"),
+                 lf.SchemaChange.set_option("snapshot.num-retained.min", "3")])
 
 
 def test_corrupt_snapshot_and_manifest_name_the_file(catalog):

@@ -36,7 +36,7 @@ def test_demo_runs_the_platform_and_cleans_up(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
-        out, _ = proc.communicate(timeout=300)
+        out, _ = proc.communicate(timeout=600)  # ~1-2 min alone; more on a loaded machine
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, 9)

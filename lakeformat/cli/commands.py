@@ -21,6 +21,7 @@ from lakeformat.cli.render import (
     emit_text,
     iso_local,
     iso_millis,
+    shown_options,
     table_text,
 )
 from lakeformat.cli.schema_args import parse_columns
@@ -169,6 +170,7 @@ def schema_json(schema: TableSchema) -> dict[str, Any]:
     for key, value in raw.items():
         out[snake(key)] = value
     out["fields"] = [field_json(f) for f in raw.get("fields", [])]
+    out["options"] = shown_options(schema.options)
     out["time"] = iso_millis(schema.time_millis) if schema.time_millis else None
     return out
 

@@ -98,6 +98,29 @@ def _storage_error(e: BaseException) -> str | None:
     return None
 
 
+def storage_unreachable(e: BaseException) -> bool:
+    """Is `e` (or what it wraps) a refused or timed-out connection, or missing credentials?"""
+    try:
+        from botocore.exceptions import (
+            ConnectTimeoutError,
+            EndpointConnectionError,
+            NoCredentialsError,
+            PartialCredentialsError,
+        )
+    except ImportError:
+        return False
+    kinds = (ConnectTimeoutError, EndpointConnectionError, NoCredentialsError,
+             PartialCredentialsError)
+    cur: BaseException | None = e
+    for _ in range(5):
+        if cur is None:
+            return False
+        if isinstance(cur, kinds):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 def _cause_storage_error(e: BaseException) -> str | None:
     """The storage message of `e` or of the error it wraps (retry layers re-raise)."""
     seen = 0
@@ -140,6 +163,7 @@ def report(e: BaseException, debug: bool, hidden: Sequence[str]) -> int:
         traceback.print_exception(e, file=sys.stderr)
     text = " ".join(text.split())  # one line, whatever the message held
     for secret in sorted(hidden, key=len, reverse=True):
-        text = text.replace(secret, "***")
+        # whole values only: a short secret must not blank out letters of other words
+        text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", text)
     print(f"lakeformat: error: {text}", file=sys.stderr)
     return code

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from lakeformat.cli.commands import Context, columns_table, schema_json
+from lakeformat.cli.commands import Context, schema_json
 from lakeformat.cli.errors import UsageError
 from lakeformat.cli.render import (
     emit_text,
@@ -13,6 +13,7 @@ from lakeformat.cli.render import (
     iso_millis,
     local_millis_iso,
     pairs_text,
+    shown_options,
     table_text,
 )
 from lakeformat.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
@@ -66,7 +67,7 @@ def schemas(ctx: Context) -> None:
     ctx.emit([schema_json(s) for s in found], lambda: table_text(
         ["ID", "TIME", "COLUMNS", "OPTIONS"],
         [[s.id, iso_millis(s.time_millis) if s.time_millis else "-", _fields_text(s),
-          ", ".join(f"{k}={v}" for k, v in sorted(s.options.items())) or "-"]
+          ", ".join(f"{k}={v}" for k, v in shown_options(s.options).items()) or "-"]
          for s in found], right=[0]))
 
 
@@ -134,7 +135,7 @@ def describe_json(table: Table) -> dict[str, Any]:
     schema = table.refresh().table_schema
     snap = table.latest_snapshot()
     live = table.files() if snap is not None else []
-    options = dict(schema.options)
+    options = shown_options(schema.options)
     return {
         "table": table.name, "path": table.path, "comment": schema.comment,
         "schema_id": schema.id,
@@ -187,5 +188,3 @@ def describe(ctx: Context) -> None:
     d = describe_json(ctx.table())
     ctx.emit(d, lambda: describe_text(d))
 
-
-__all__ = ["snapshots", "schemas", "files", "describe", "columns_table"]

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
+from lakeformat.errors import is_secret_option
 from lakeformat.version import __version__
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -108,6 +109,11 @@ def table_text(headers: Sequence[str], rows: Iterable[Sequence[Any]],
         return "  ".join(parts).rstrip()
 
     return "\n".join([line(list(headers)), *(line(r) for r in texts)])
+
+
+def shown_options(options: Mapping[str, str]) -> dict[str, str]:
+    """Options as output may show them: secret-bearing values (s3.secret-key, ...) masked."""
+    return {k: "***" if is_secret_option(k) else v for k, v in sorted(options.items())}
 
 
 def pairs_text(pairs: Sequence[tuple[str, Any]]) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,19 @@ def check_name(kind: str, name: str) -> str:
             f"invalid {kind} name {name!r}: no '/', '\\', '..', control characters or "
             "surrounding spaces")
     return name
+
+
+def _holding(what: str, names: Callable[[], list[str]], most: int = 10) -> str:
+    """' (the databases are a, b)' for an error message; '' when the listing fails, so a
+    second storage error never hides the first one."""
+    try:
+        found = sorted(names())
+    except Exception:
+        return ""
+    if not found:
+        return f" (there are no {what})"
+    more = f" and {len(found) - most} more" if len(found) > most else ""
+    return f" (the {what} are {', '.join(found[:most])}{more})"
 
 
 @dataclass(frozen=True)
@@ -147,6 +160,16 @@ class Catalog:
             maintenance = jdbc("maintenance")
         return TableLocks(commit, maintenance)
 
+    def _no_database(self, name: str) -> str:
+        """The message of a missing database: the warehouse looked in, and what it holds."""
+        return (f"database {name!r} does not exist in warehouse {self.warehouse}"
+                + _holding("databases", self.metastore.list_databases))
+
+    def _no_table(self, ident: Identifier) -> str:
+        return (f"table {ident} does not exist in warehouse {self.warehouse}"
+                + _holding(f"tables in database {ident.database!r}",
+                           lambda: self.metastore.list_tables(ident.database)))
+
     # -- databases -------------------------------------------------------------------------------
     def database_path(self, name: str) -> str:
         return self.metastore.database_path(check_name("database", name))
@@ -172,7 +195,7 @@ class Catalog:
         if not self.metastore.database_exists(name):
             if ignore_missing:
                 return
-            raise DatabaseNotFoundError(f"database {name!r} does not exist in {self.warehouse}")
+            raise DatabaseNotFoundError(self._no_database(name))
         tables = self.list_tables(name)
         if tables and not cascade:
             raise DatabaseNotEmptyError(
@@ -185,7 +208,11 @@ class Catalog:
         return self.metastore.table_path(ident.database, ident.table)
 
     def list_tables(self, database: str) -> list[str]:
-        return self.metastore.list_tables(check_name("database", database))
+        check_name("database", database)
+        try:
+            return self.metastore.list_tables(database)
+        except DatabaseNotFoundError:
+            raise DatabaseNotFoundError(self._no_database(database)) from None
 
     def table_exists(self, identifier: str | Identifier) -> bool:
         ident = Identifier.parse(identifier)
@@ -195,9 +222,8 @@ class Catalog:
         ident = Identifier.parse(identifier)
         if not self.metastore.table_exists(ident.database, ident.table):
             if not self.metastore.database_exists(ident.database):
-                raise DatabaseNotFoundError(
-                    f"database {ident.database!r} does not exist in {self.warehouse}")
-            raise TableNotFoundError(f"table {ident} does not exist")
+                raise DatabaseNotFoundError(self._no_database(ident.database))
+            raise TableNotFoundError(self._no_table(ident))
         return Table(str(ident), self.table_path(ident), self.file_io, self.table_locks(ident))
 
     def create_table(self, identifier: str | Identifier, schema: pa.Schema | list[DataField],
@@ -211,12 +237,12 @@ class Catalog:
         """
         ident = Identifier.parse(identifier)
         if not self.database_exists(ident.database):
-            raise DatabaseNotFoundError(
-                f"database {ident.database!r} does not exist in {self.warehouse}")
+            raise DatabaseNotFoundError(self._no_database(ident.database))
         if self.table_exists(ident):
             if exist_ok:
                 return self.get_table(ident)
-            raise TableAlreadyExistsError(f"table {ident} already exists")
+            raise TableAlreadyExistsError(f"table {ident} already exists in warehouse "
+                                          f"{self.warehouse}")
         if not primary_keys:
             raise InvalidIdentifierError(
                 f"table {ident}: lakeformat manages primary-key tables; give primary_keys")
@@ -249,5 +275,5 @@ class Catalog:
         if not self.table_exists(ident):
             if ignore_missing:
                 return
-            raise TableNotFoundError(f"table {ident} does not exist")
+            raise TableNotFoundError(self._no_table(ident))
         self.metastore.drop_table(ident.database, ident.table)

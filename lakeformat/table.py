@@ -42,6 +42,7 @@ from lakeformat.operation.scan import FileStoreScan
 from lakeformat.operation.schema_retention import clean_schemas
 from lakeformat.operation.snapshot_delta import delta_partitions, partition_spec
 from lakeformat.operation.tags import create_tag, delete_tag, list_tags
+from lakeformat.operation.where import resolve_filter
 from lakeformat.operation.write_job import WriteJob, check_commit_identity, delete_rows
 from lakeformat.results import CommitResult, CompactResult, MaintenanceResult, TagInfo
 from lakeformat.schema.alter import apply_changes
@@ -194,13 +195,14 @@ class Table:
              snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
         """Rows of a snapshot (latest by default), merged with the table's merge engine.
 
-        `filter` is a pyarrow compute Expression or DNF tuples such as
-        `[("dt", "=", "2024-01-01")]`; DNF terms on partition columns prune partitions.
+        `filter` is a pyarrow compute Expression, DNF tuples such as
+        `[("dt", "=", "2024-01-01")]`, or where text such as `"dt = '2024-01-01' AND id > 5"`
+        (`lakeformat.operation.where`); terms on partition columns prune partitions.
         The rows of `read_batches` gathered in one table (buckets in scan order): memory is the
         result plus the `write-buffer-size` budget.
         """
         reader, snap = self._table_read(snapshot_id, tag, None)
-        return reader.read(snap, columns, filter)
+        return reader.read(snap, columns, resolve_filter(filter, reader.schema.fields, self.name))
 
     def read_batches(self, columns: Sequence[str] | None = None, filter: Filter = None,
                      snapshot_id: int | None = None, tag: str | None = None,
@@ -210,7 +212,8 @@ class Table:
         `memory_budget` (bytes or a size string; default the table's `write-buffer-size`)
         however large a bucket is. Files are opened as the stream is consumed."""
         reader, snap = self._table_read(snapshot_id, tag, memory_budget)
-        return reader.read_batches(snap, columns, filter)
+        return reader.read_batches(snap, columns,
+                                   resolve_filter(filter, reader.schema.fields, self.name))
 
     def _table_read(self, snapshot_id: int | None, tag: str | None,
                     memory_budget: int | str | None) -> tuple[TableRead, Snapshot | None]:
@@ -389,7 +392,8 @@ class Table:
         _positive_int(self.name, "partitions_per_commit", partitions_per_commit)
         self.refresh()
         schema = self._schema
-        partition_filter = select_partitions(schema, partitions, where)
+        partition_filter = select_partitions(
+            schema, partitions, resolve_filter(where, schema.fields, self.name))
         idle = idle_before(partition_idle_time)
         budget = parse_budget(memory_budget)
         with self._maintaining("compact", False) as file_io:

@@ -24,7 +24,10 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq, "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
     ">": operator.gt, ">=": operator.ge,
     "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
+    "is null": lambda a, b: a is None, "is not null": lambda a, b: a is not None,
 }
+#: ops whose value is ignored (None by convention)
+NULL_OPS = ("is null", "is not null")
 
 
 def dnf_terms(filter: Sequence[Any]) -> list[list[tuple[str, str, Any]]]:
@@ -48,7 +51,37 @@ def to_expression(filter: Filter) -> pc.Expression | None:
     if isinstance(filter, pc.Expression):
         return filter
     dnf = dnf_terms(filter)
-    return pq.filters_to_expression(dnf) if dnf else None
+    if not dnf:
+        return None
+    out = None
+    for conj in dnf:
+        expr = None
+        for col, op, value in conj:
+            term = term_expression(col, op, value)
+            expr = term if expr is None else expr & term
+        if expr is None:  # an empty conjunction is true
+            return None
+        out = expr if out is None else out | expr
+    return out
+
+
+def term_expression(col: str, op: str, value: Any) -> pc.Expression:
+    """One (column, op, value) term as an Expression, with SQL's null rule: a null column
+    value matches only IS NULL (so `NOT IN` excludes nulls, as partition pruning does)."""
+    field = pc.field(col)
+    if op == "is null":
+        return field.is_null()
+    if op == "is not null":
+        return field.is_valid()
+    if op in ("in", "not in"):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set,
+                                                                       frozenset)):
+            raise InvalidFilterError(f"filter ({col!r}, {op!r}, {value!r}): {op} takes a "
+                                     "list of values")
+        values = pa.array(list(value))
+        member = field.isin(values)
+        return member if op == "in" else ~member & field.is_valid()
+    return pq.filters_to_expression([[(col, op, value)]])
 
 
 def filter_columns(filter: Filter, all_columns: Sequence[str]) -> set[str]:
@@ -81,7 +114,11 @@ def partition_predicate(filter: Filter, partition_keys: Sequence[str]
             for col, op, v in conj:
                 actual = values.get(col)
                 try:
-                    if actual is None or not _OPS[op](actual, v):
+                    if op in NULL_OPS:
+                        if not _OPS[op](actual, v):
+                            ok = False
+                            break
+                    elif actual is None or not _OPS[op](actual, v):
                         ok = False
                         break
                 except TypeError:  # incomparable types: do not prune
@@ -129,7 +166,7 @@ def check_filter(filter: Filter, fields: Sequence[DataField], table: str) -> Non
                 raise InvalidFilterError(f"filter on {table} names unknown column {col!r}; "
                                          f"table columns are {names}")
             try:
-                empty.filter(pq.filters_to_expression([[(col, op, value)]]))
+                empty.filter(term_expression(col, op, value))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError,
                     TypeError, ValueError) as e:
                 raise InvalidFilterError(

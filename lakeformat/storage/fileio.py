@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from lakeformat.errors import LakeformatError, UnsupportedError
+from lakeformat.errors import InvalidArgumentError, LakeformatError, UnsupportedError
 
 __all__ = [
     "FileIO",
@@ -21,6 +21,7 @@ __all__ = [
     "StorageError",
     "get_file_io",
     "split_scheme",
+    "check_uri",
     "LOCAL_SCHEMES",
     "S3_SCHEMES",
 ]
@@ -69,6 +70,24 @@ def split_scheme(uri: str) -> tuple[str, str]:
     if m is None or len(m.group(1)) == 1:
         return "", uri
     return m.group(1).lower(), uri[m.end():]
+
+
+def check_uri(uri: str) -> str:
+    """Refuse a malformed storage URI with an error naming it and the right form, before any
+    request: `s3:/bucket/wh` or `s3:bucket` would otherwise surface as a storage failure."""
+    if not isinstance(uri, str) or not uri.strip():
+        raise InvalidArgumentError(f"storage URI must be a non-empty path or URI, got {uri!r}")
+    scheme, rest = split_scheme(uri)
+    if scheme in S3_SCHEMES:
+        bucket = rest[2:].split("/", 1)[0] if rest.startswith("//") else ""
+        if not bucket:
+            raise InvalidArgumentError(
+                f"malformed S3 URI {uri!r}: write {scheme}://bucket/path (two slashes, then "
+                "the bucket name)")
+    elif scheme == "file" and not rest.startswith("/"):
+        raise InvalidArgumentError(f"malformed file URI {uri!r}: write file:///absolute/path "
+                                   "or a plain path")
+    return uri
 
 
 class FileIO(ABC):
@@ -210,8 +229,9 @@ class FileIO(ABC):
 
 
 def get_file_io(uri: str, options: dict[str, str] | None = None) -> FileIO:
-    """Pick the FileIO for ``uri``'s scheme; unknown schemes fail loudly rather than guess."""
-    scheme, _ = split_scheme(uri)
+    """Pick the FileIO for ``uri``'s scheme; unknown schemes and malformed URIs fail loudly
+    rather than guess."""
+    scheme, _ = split_scheme(check_uri(uri))
     if scheme in LOCAL_SCHEMES:
         from lakeformat.storage.local import LocalFileIO
 

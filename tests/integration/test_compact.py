@@ -271,7 +271,7 @@ def test_cli_compact(catalog, tmp_path, capsys):
     assert main(["--warehouse", wh, "compact", "db.t", "--partition", "dt=2024-01-01",
                  "--json"]) == 0
     out = capsys.readouterr()
-    d = json.loads(out.out)
+    d = json.loads(out.out)["result"]
     assert list(d["partitions"]) == ["dt=2024-01-01"] and d["full"] is True
     assert "buckets to compact" in out.err
     assert main(["--warehouse", wh, "compact", "db.t", "--minor", "--where",

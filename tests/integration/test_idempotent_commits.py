@@ -236,9 +236,9 @@ def test_cli_write_with_a_commit_identity_commits_once(local_catalog, tmp_path, 
     args = ["--warehouse", local_catalog.warehouse, "write", "db.counts", str(src), "--json",
             "--commit-user", USER, "--commit-identifier", "42"]
     assert main(args) == 0
-    first = json.loads(capsys.readouterr().out)
+    first = json.loads(capsys.readouterr().out)["result"]
     assert main(args) == 0
-    again = json.loads(capsys.readouterr().out)
+    again = json.loads(capsys.readouterr().out)["result"]
     assert again["already_committed"] and again["snapshot_id"] == first["snapshot_id"]
     assert totals(local_catalog.get_table("db.counts")) == {0: 1, 1: 1, 2: 1}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -82,6 +83,11 @@ def check_store(warehouse: str, options: dict[str, str]) -> None:
             close()
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings (e.g. a table option that looks like a typo) as one line, like errors."""
+    print(f"lakeformat: warning: {message}", file=sys.stderr)
+
+
 def _quiet_broken_pipe() -> None:
     """The reader of our stdout went away (`| head`): stop without a second error at exit."""
     try:
@@ -99,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # argparse has printed usage and its error (status 2), or help
         return e.code if isinstance(e.code, int) else 2
     debug = debug_enabled(args.debug)
+    if not debug:
+        warnings.showwarning = _one_line_warning
     try:
         return run(args)
     except KeyboardInterrupt:

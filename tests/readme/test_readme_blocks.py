@@ -54,7 +54,7 @@ _FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 _MARKER = re.compile(r"^\s*<!--\s*readme-test:\s*(.*?)\s*-->\s*$")
 _SKIP = re.compile(r"^skip\s*\((.*)\)$")
 _BUCKET = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])")
-_PYTHON_TIMEOUT = 600
+_PYTHON_TIMEOUT = 900
 _SHELL_TIMEOUT = 300
 
 
@@ -212,8 +212,10 @@ def test_python_block(block: Block, python_run: tuple[dict[int, dict], str]) -> 
 def _shell_script(block: Block, source: str) -> str:
     if block.lang == "console":  # the `$ ` lines are commands, the rest is their output
         source = "\n".join(s[2:] if s.startswith("$ ") else "" for s in source.splitlines())
-    # Padded so that bash's "README.md: line N" is the README's line.
-    return "\n" * (block.line - 1) + source
+    # Padded so that $LINENO (and bash's "README.md: line N") is the README's line; the trap
+    # names the command that failed, since `set -e` exits without a word.
+    trap = """trap 'echo "README.md:$LINENO: exit status $?: $BASH_COMMAND" >&2' ERR"""
+    return trap + "\n" * (block.line - 1) + source
 
 
 @pytest.mark.parametrize("block", SHELL_BLOCKS, ids=[b.id for b in SHELL_BLOCKS])
@@ -230,6 +232,7 @@ def test_shell_block(block: Block, request: pytest.FixtureRequest, tmp_path: Pat
         pytest.fail(f"README.md:{block.line} ({block.section}): timed out after "
                     f"{_SHELL_TIMEOUT} s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}",
                     pytrace=False)
-    assert proc.returncode == 0, (
-        f"README.md:{block.line} ({block.section}): exit status {proc.returncode}\n"
-        f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}")
+    if proc.returncode != 0:
+        pytest.fail(f"README.md:{block.line} ({block.section}): exit status {proc.returncode}\n"
+                    f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}",
+                    pytrace=False)

@@ -48,7 +48,14 @@ from lakeformat.version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
     from lakeformat.catalog import Catalog, Identifier
-    from lakeformat.results import CommitResult, TagInfo
+    from lakeformat.operation.inspect import TableInspect
+    from lakeformat.results import (
+        CommitResult,
+        CompactResult,
+        CompactStats,
+        MaintenanceResult,
+        TagInfo,
+    )
     from lakeformat.schema.schema_change import Move, SchemaChange
     from lakeformat.table import Table
 
@@ -59,6 +66,10 @@ _LAZY = {
     "Table": "lakeformat.table",
     "CommitResult": "lakeformat.results",
     "TagInfo": "lakeformat.results",
+    "MaintenanceResult": "lakeformat.results",
+    "CompactResult": "lakeformat.results",
+    "CompactStats": "lakeformat.results",
+    "TableInspect": "lakeformat.operation.inspect",
     "SchemaChange": "lakeformat.schema.schema_change",
     "Move": "lakeformat.schema.schema_change",
 }
@@ -86,6 +97,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Catalog", "Identifier", "Table", "CommitResult", "TagInfo", "SchemaChange", "Move",
+    "MaintenanceResult", "CompactResult", "CompactStats", "TableInspect",
     "LakeformatError", "UnsupportedError",
     "SchemaMismatchError", "CorruptFileError", "CommitConflictError", "CommitFailedError",
     "CommitOutcomeUnknownError",

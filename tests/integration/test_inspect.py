@@ -268,3 +268,18 @@ def test_inspect_of_a_dropped_table_raises(catalog):
         t.inspect.files()
     with pytest.raises(lf.TableNotFoundError):
         t.history()
+
+
+def test_sorted_runs_count_each_higher_level_once(catalog):
+    t = catalog.create_table("db.runs", SCHEMA, primary_keys=["dt", "hr", "id"],
+                             options={"bucket": "1", "target-file-size": "4 kb"})
+    n = 5000
+    t.write(pa.table({"dt": ["d"] * n, "hr": pa.array([0] * n, pa.int32()),
+                      "id": list(range(n)), "v": [f"value-{i}" for i in range(n)]},
+                     schema=SCHEMA))
+    t.compact(full=True)  # one sorted run, rolled into several files
+    t.write(rows([("d", 0, 1)], "new"))
+    [bucket] = t.inspect.buckets().to_pylist()
+    top = [f for f in t.files() if f["level"] > 0]
+    assert len(top) > 1 and bucket["file_count"] == len(top) + 1
+    assert (bucket["sorted_runs"], bucket["level0_files"]) == (2, 1)

@@ -283,3 +283,15 @@ def test_sorted_runs_count_each_higher_level_once(catalog):
     top = [f for f in t.files() if f["level"] > 0]
     assert len(top) > 1 and bucket["file_count"] == len(top) + 1
     assert (bucket["sorted_runs"], bucket["level0_files"]) == (2, 1)
+
+
+def test_a_partition_key_named_like_an_inspect_column_gets_a_prefix(catalog):
+    schema = pa.schema([pa.field("level", pa.string(), nullable=False),
+                        pa.field("id", pa.int64(), nullable=False)])
+    t = catalog.create_table("db.clash", schema, primary_keys=["level", "id"],
+                             partition_keys=["level"], options={"bucket": "1"})
+    t.write(pa.table({"level": ["gold", "gold"], "id": [1, 2]}, schema=schema))
+    [f] = t.inspect.files().to_pylist()
+    assert (f["partition"], f["partition_level"], f["level"]) == ("level=gold", "gold", 0)
+    [p] = t.inspect.partitions().to_pylist()
+    assert (p["level"], p["record_count"]) == ("gold", 2)  # no clash in $partitions

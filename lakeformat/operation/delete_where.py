@@ -12,9 +12,10 @@ Two ways, chosen from the columns the predicate names:
   one APPEND commit, refused like `delete(keys)` by engines that cannot take a retract.
 
 Memory of the second way: the read streams bucket by bucket within `memory_budget`; what is
-kept are only the matching rows' primary-key columns (and NOT NULL columns, which a -D record
-must carry), gathered into one table and written by one `WriteJob` — so one commit, one
-snapshot, as `delete(keys)` with those keys would make. A delete of N keys holds N keys.
+kept are only the matching rows' primary-key columns (and NOT NULL and `sequence.field`
+columns, which a -D record carries), gathered into one table and written by one `WriteJob` —
+so one commit, one snapshot, as `delete(keys)` with those keys would make. A delete of N keys
+holds N keys.
 
 The predicate is checked against the table's columns first (an unknown column is an
 `InvalidFilterError` naming it, before anything is read or written). With a commit user and
@@ -32,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeformat.errors import InvalidFilterError
+from lakeformat.merge.context import MergeContext
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import FileKind
 from lakeformat.meta.partition import partition_path
@@ -94,11 +96,14 @@ class DeleteWhere:
                         table_name=self.table_name, operation=OPERATION)
 
     def _key_columns(self) -> list[str]:
-        """What a -D record carries from the row: the primary key and NOT NULL columns (the
-        row-kind field, if any, is set to -D by `delete_rows`)."""
+        """What a -D record carries from the row: the primary key, NOT NULL columns, and the
+        `sequence.field` columns — so the retract orders with the row it deletes and wins by
+        its later sequence number (a null there could order before the row). The row-kind
+        field, if any, is set to -D by `delete_rows`."""
         rowkind = CoreOptions(self.schema.options).rowkind_field
+        sequence = MergeContext.of(self.schema).sequence_fields
         return [f.name for f in self.schema.fields if f.name != rowkind and (
-            f.name in self.schema.primary_keys or not f.type.nullable)]
+            f.name in self.schema.primary_keys or not f.type.nullable or f.name in sequence)]
 
     def run(self) -> CommitResult:
         self._start = time.monotonic()

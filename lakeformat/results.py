@@ -28,13 +28,24 @@ class CommitResult:
     #: True when this (commit_user, commit_identifier) had already landed: nothing was written
     #: and the counts are those of the earlier commit
     already_committed: bool = False
+    #: a delete by predicate: the rows it wrote -D records for (None when it dropped whole
+    #: partitions, whose rows it does not read), and the partitions it dropped (path text)
+    rows_deleted: int | None = None
+    partitions_dropped: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["partitions_dropped"] = list(self.partitions_dropped)
+        return out
 
     def __str__(self) -> str:
         if self.snapshot_id is None:
             return f"{self.table}: nothing to commit"
+        if self.partitions_dropped and not self.already_committed:
+            return (f"{self.table}: snapshot {self.snapshot_id} ({self.commit_kind}) dropped "
+                    f"{len(self.partitions_dropped)} partitions "
+                    f"{list(self.partitions_dropped)} ({self.files_deleted} files) in "
+                    f"{self.duration_s:.2f}s")
         if self.already_committed:
             return (f"{self.table}: already committed as snapshot {self.snapshot_id} "
                     f"({self.commit_kind}) by {self.commit_user} / {self.commit_identifier}; "

@@ -25,7 +25,10 @@ from lakeformat.operation.cleanup import OlderThan
 from lakeformat.operation.compact_job import CompactJob
 from lakeformat.operation.compact_select import idle_before, parse_budget, select_partitions
 from lakeformat.operation.conform import as_table
+from lakeformat.operation.delete_where import DeleteWhere
 from lakeformat.operation.expire import expire_snapshots
+from lakeformat.operation.inspect import TableInspect
+from lakeformat.operation.interchange import arrow_c_stream, to_polars
 from lakeformat.operation.merge_schema import (
     validate_table_schema,
     wants_merge_schema,
@@ -162,6 +165,24 @@ class Table:
             return []
         return delta_partitions(self.file_io, self.path, self._schema, snap, spec)
 
+    @property
+    def inspect(self) -> TableInspect:
+        """The table's metadata as Arrow tables, as Paimon's system tables: `snapshots()`,
+        `files()`, `partitions()`, `buckets()`, `manifests()`, `schemas()`, `tags()`."""
+        return TableInspect(self.file_io, self.path, self.name, self._snapshot_and_schema)
+
+    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The commit log, newest first (at most `limit` snapshots): one dict per snapshot with
+        its id (`version`), `timestamp` (UTC), `operation`, commit kind, user and identifier,
+        record counts and schema id."""
+        return self.inspect.history(limit)
+
+    def _snapshot_and_schema(self, snapshot_id: int | None, tag: str | None
+                             ) -> tuple[Snapshot | None, TableSchema]:
+        self.refresh()
+        snap = self._resolve_snapshot(snapshot_id, tag)
+        return snap, self._schema_of(snap, snapshot_id is not None or tag is not None)
+
     # -- snapshots and tags --------------------------------------------------------------------
     def _tag_snapshot(self, tag: str) -> Snapshot:
         try:
@@ -215,6 +236,23 @@ class Table:
         return reader.read_batches(snap, columns,
                                    resolve_filter(filter, reader.schema.fields, self.name))
 
+    def to_pandas(self, columns: Sequence[str] | None = None, filter: Filter = None,
+                  snapshot_id: int | None = None, tag: str | None = None,
+                  **to_pandas_options: Any) -> Any:
+        """`read(...)` as a pandas DataFrame (`to_pandas_options` go to pyarrow's
+        `Table.to_pandas`, e.g. `types_mapper=pd.ArrowDtype`)."""
+        return self.read(columns, filter, snapshot_id, tag).to_pandas(**to_pandas_options)
+
+    def to_polars(self, columns: Sequence[str] | None = None, filter: Filter = None,
+                  snapshot_id: int | None = None, tag: str | None = None) -> Any:
+        """`read(...)` as a Polars DataFrame (Polars is not a dependency: install it)."""
+        return to_polars(self.read(columns, filter, snapshot_id, tag))
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The Arrow PyCapsule stream of the latest snapshot's rows (`read_batches()`), so
+        `pa.table(t)`, `polars.DataFrame(t)` and DuckDB's `FROM t` take a Table directly."""
+        return arrow_c_stream(self.read_batches(), requested_schema)
+
     def _table_read(self, snapshot_id: int | None, tag: str | None,
                     memory_budget: int | str | None) -> tuple[TableRead, Snapshot | None]:
         self.refresh()  # a dropped table is not read, not even by snapshot id
@@ -246,12 +284,26 @@ class Table:
                                   commit_user, commit_identifier, merge_schema_options=merge,
                                   runner=runner, table_name=self.name))
 
-    def delete(self, keys: Any, *, commit_user: str | None = None,
-               commit_identifier: int | None = None, runner: Runner | None = None
-               ) -> CommitResult:
-        """Delete rows by primary key: writes -D records (all primary-key columns required).
+    def delete(self, keys: Any = None, *, where: Filter = None, commit_user: str | None = None,
+               commit_identifier: int | None = None, runner: Runner | None = None,
+               memory_budget: int | str | None = None) -> CommitResult:
+        """Delete rows by primary key (`keys`: every primary-key column) or by predicate
+        (`where`: what `read(filter=...)` takes, where text too), writing -D records.
+
+        A `where` on partition columns only drops the matching partitions whole, as one
+        OVERWRITE commit (Paimon's drop partition); any other `where` reads the matching keys
+        (streamed within `memory_budget`) and deletes them as `keys` would.
         `commit_user`/`commit_identifier` as for `write`."""
         schema = self.refresh()._schema
+        if keys is not None and where is not None:
+            raise InvalidArgumentError(f"delete from {self.name}: give either keys or where, "
+                                       "not both")
+        if where is not None:
+            where = resolve_filter(where, schema.fields, self.name)
+            return DeleteWhere(self.file_io, self.path, schema, self.schema_manager, where,
+                               table_name=self.name, commit_user=commit_user,
+                               commit_identifier=commit_identifier, runner=runner,
+                               memory_budget=parse_budget(memory_budget)).run()
         rows, kinds = delete_rows(schema, as_table(keys))
         return self._run(WriteJob(self.file_io, self.path, schema, rows, kinds, False,
                                   commit_user, commit_identifier, runner=runner,

@@ -143,7 +143,15 @@ def write_or_delete(ctx: Context) -> None:
         result = table.write(data, overwrite=a.overwrite,
                              merge_schema=True if a.merge_schema else None, options=options,
                              commit_user=a.commit_user, commit_identifier=a.commit_identifier)
+    elif a.where:
+        if a.input is not None:
+            raise UsageError("delete takes a file of keys or --where, not both")
+        where = " AND ".join(f"({w})" for w in a.where)
+        result = table.delete(where=where, commit_user=a.commit_user,
+                              commit_identifier=a.commit_identifier)
     else:
+        if a.input is None:
+            raise UsageError("delete needs a file of primary keys or --where CONDITION")
         data = _input_rows(a.input, a.format, table, ctx.catalog)
         result = table.delete(data, commit_user=a.commit_user,
                               commit_identifier=a.commit_identifier)

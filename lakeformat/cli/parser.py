@@ -23,7 +23,7 @@ output:
   --parquet FILE; all rows unless --limit N. Without those, `read` prints a table of at most
   50 rows (--limit N for more) and says on stderr when rows were left out.
 
---where (read, compact; repeated flags are ANDed):
+--where (read, delete, compact; repeated flags are ANDed):
   dt = '2024-01-01' AND (id < 10 OR name IS NULL); ops = == != <> < <= > >=,
   IN (...), NOT IN (...), IS [NOT] NULL, [NOT] BETWEEN x AND y, AND, OR, parentheses.
   Text in single quotes ('it''s'); numbers, TRUE/FALSE and bare words (2024-01-01) too.
@@ -89,9 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--if-exists", action="store_true", help="no error when it is missing")
     add("describe", "schema, options, keys, latest snapshot and sizes of a table")
     for name, help in (("write", "write rows from a Parquet/CSV/JSON file"),
-                       ("delete", "delete rows by primary key, keys from a file")):
+                       ("delete", "delete rows by primary key (keys from a file) or by --where")):
         sp = add(name, help)
-        sp.add_argument("input")
+        if name == "write":
+            sp.add_argument("input")
+        else:
+            sp.add_argument("input", nargs="?", help="file of primary keys (or give --where)")
+            _where(sp, "rows to delete (the read grammar); on partition columns only, the "
+                       "partitions are dropped whole as one OVERWRITE snapshot")
         sp.add_argument("--format", choices=["parquet", "csv", "json"])
         if name == "write":
             sp.add_argument("--overwrite", action="store_true",

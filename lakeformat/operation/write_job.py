@@ -179,6 +179,12 @@ class WriteJob:
                                          self.committer.commit_user, self.commit_identifier,
                                          self._properties())
 
+    def find_landed(self) -> Snapshot | None:
+        """The snapshot this job's (user, identifier) already committed, if any, found without
+        planning (nothing is read but snapshot files); `commit()` then reports it."""
+        self._already_landed(None)
+        return self.landed
+
     def _already_landed(self, since: int | None) -> bool:
         """Whether a commit of this call (write, or delete) with this (user, identifier)
         landed after `since`. A pair used only by another kind of call (a compaction, a delete

@@ -71,3 +71,23 @@ def test_where_errors_name_the_column_value_and_type(wh):
     assert_one_line_error(bad_value, 2, "'abc'", "'id'", "BIGINT")
     assert_one_line_error(bad_syntax, 2, "'id = 1 AND'", "expected a column name")
     assert_one_line_error(null_cmp, 2, "IS NULL")
+
+
+def test_delete_where_drops_partitions_or_deletes_matching_keys(tmp_path):
+    wh = str(tmp_path / "wh")
+    t = make_orders(wh)
+    t.write(orders(10, "2024-01-01"))
+    t.write(orders(5, "2024-01-02", start=10))
+    base = ["--warehouse", wh, "delete", "db.t"]
+    rows, = run_all([*base, "--where", "name IS NULL OR id = 9", "--where", "id < 100",
+                     "--json"])
+    result = rows.ok().json()
+    assert result["rows_deleted"] == 4 and result["commit_kind"] == "APPEND"  # 0, 7, 9, 14
+    part, both, neither = run_all([*base, "--where", "dt = '2024-01-02'", "--json"],
+                                  [*base, "keys.csv", "--where", "id = 1"], [*base])
+    assert part.ok().json()["partitions_dropped"] == ["dt=2024-01-02"]
+    assert part.json()["commit_kind"] == "OVERWRITE"
+    assert_one_line_error(both, 2, "not both")
+    assert_one_line_error(neither, 2, "--where")
+    left = lf.Catalog(wh).get_table("db.t").read()
+    assert sorted(left["id"].to_pylist()) == [1, 2, 3, 4, 5, 6, 8]

@@ -175,6 +175,7 @@ class ReferenceScan:
         self._manifests_done: set[str] = set()
         self._manifest_schemas: dict[str, np.ndarray] = {}  # manifest -> unique schema ids
         self._entry_columns: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._deleted_keys: dict[tuple[str, str], np.ndarray] = {}
 
     def _fail(self, what: str, e: Exception) -> CleanupAbortedError:
         return CleanupAbortedError(f"{self.operation} of {self.table_path} aborted, nothing "
@@ -266,7 +267,7 @@ class ReferenceScan:
             hit = [n for n in data if schema_id in self._manifest_schemas.get(n, ())]
             if not hit:
                 continue
-            live = self._live_file(data, hit, schema_id)
+            live = self._live_file(key, hit, schema_id)
             if live is not None:
                 return "live-file", f"data file {live[1]} in manifest {live[0]} of {where}"
             if deleted_only is None:
@@ -289,12 +290,16 @@ class ReferenceScan:
             self._entry_columns[name] = cols
         return cols
 
-    def _live_file(self, data: list[str], hit: list[str], schema_id: int
+    def _live_file(self, key: tuple[str, str], hit: list[str], schema_id: int
                    ) -> tuple[str, str] | None:
-        """(manifest, file name) of a file of `schema_id` a snapshot with these data
-        manifests reads: ADDed in `hit` and not DELETEd anywhere in `data`."""
-        gone = [keys[dels] for _, dels, keys in map(self._columns, data) if dels.any()]
-        deleted = np.concatenate(gone) if gone else np.array([], dtype=str)
+        """(manifest, file name) of a file of `schema_id` that snapshot (or tag) `key` reads:
+        ADDed in one of its manifests `hit` and DELETEd in none of its data manifests."""
+        deleted = self._deleted_keys.get(key)
+        if deleted is None:
+            cols = map(self._columns, self.manifests_of[key][0])
+            gone = [keys[dels] for _, dels, keys in cols if dels.any()]
+            deleted = np.concatenate(gone) if gone else np.array([], dtype=str)
+            self._deleted_keys[key] = deleted
         for name in hit:
             ids, dels, keys = self._columns(name)
             added = keys[(ids == schema_id) & ~dels]

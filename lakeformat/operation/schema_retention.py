@@ -212,7 +212,11 @@ def clean_schemas(file_io: FileIO, table_path: str, schema: TableSchema, table_n
                                   f"{sorted(failed)[0]}")
     result.deleted = [p for p in paths if p not in failed]
     gone = {k for k, p in zip(candidates, paths) if p not in failed}
-    reasons = explain([k for k in ids if k not in gone], scan, retain_min, young)
+    try:
+        reasons = explain([k for k in ids if k not in gone], scan, retain_min, young)
+    except Exception as e:  # a report only: never fail a run that already deleted
+        reasons = {}
+        result.notes.append(f"could not say why schemas are kept: {type(e).__name__}: {e}")
     result.kept = {k: why for k, (_, why) in reasons.items()}
     result.kept_kinds = {k: kind for k, (kind, _) in reasons.items()}
     result.schema_files_deleted = len(result.deleted)

@@ -84,12 +84,59 @@ class TagInfo:
                 f"{created}{kept}")
 
 
+#: why `clean_schemas` keeps a schema file (`MaintenanceResult.kept_kinds` values): the latest
+#: schema; among the newest `retain_min`; the `schemaId` of a snapshot, tag or long-lived
+#: changelog; the `_SCHEMA_ID` of a file a snapshot reads ("live-file"), or only of files its
+#: manifests list as deleted (ADD/DELETE entries that `compact_manifests=True` drops);
+#: younger than the cut-off, or replaced by a schema that is
+KEPT_KINDS = ("latest", "retain-min", "snapshot", "tag", "changelog", "live-file",
+              "deleted-file", "too-young")
+#: how many paths, partitions or snapshot ranges the text of a result lists before "... and K more"
+LIST_LIMIT = 10
+_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def human_size(n: int) -> str:
+    """`12.3 KiB` for the text of a result (`to_dict` keeps the exact byte count)."""
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in _UNITS:
+        value /= 1024
+        if value < 1024 or unit == _UNITS[-1]:
+            break
+    return f"{value:.1f} {unit}"
+
+
+def first_of(items: list[str], limit: int = LIST_LIMIT) -> list[str]:
+    """The first `limit` items, then "... and K more" when some were left out."""
+    shown = list(items[:limit])
+    if len(items) > limit:
+        shown.append(f"... and {len(items) - limit} more")
+    return shown
+
+
+def id_ranges(ids: list[int]) -> list[str]:
+    """Consecutive ids as ranges: [1, 2, 3, 7] -> ["1..3", "7"]."""
+    out: list[str] = []
+    run: list[int] = []
+    for i in sorted(ids):
+        if run and i != run[-1] + 1:
+            out.append(f"{run[0]}..{run[-1]}" if len(run) > 1 else str(run[0]))
+            run = []
+        run.append(i)
+    if run:
+        out.append(f"{run[0]}..{run[-1]}" if len(run) > 1 else str(run[0]))
+    return out
+
+
 @dataclass
 class MaintenanceResult:
     """What a cleanup job deleted — or, with `dry_run`, exactly what it would delete.
 
     `deleted` lists every path in deletion order; counts are per kind of file. `bytes_deleted`
-    sums the sizes the metadata records (data, changelog and manifest files).
+    sums the sizes the metadata records (data, changelog and manifest files). The text form
+    sums up; a dry run's text also lists the first `LIST_LIMIT` paths it would delete.
     """
 
     table: str
@@ -112,6 +159,19 @@ class MaintenanceResult:
     bytes_dropped: int = 0
     skipped: list[str] = field(default_factory=list)  # why less than planned was deleted
     duration_s: float = 0.0
+    #: snapshot expiry: snapshots that the rules let expire but that this run left because
+    #: `expire_limit` (`snapshot.expire.limit` / `max_deletes`) stopped it; 0 when none
+    snapshots_remaining_eligible: int = 0
+    #: snapshot expiry: the per-run limit in force (None for other operations)
+    expire_limit: int | None = None
+    #: schema retention: why each remaining schema file is kept (schema id -> reason), and the
+    #: kind of that reason (schema id -> one of `KEPT_KINDS`)
+    kept: dict[int, str] = field(default_factory=dict)
+    kept_kinds: dict[int, str] = field(default_factory=dict)
+    #: schema retention with `compact_manifests`: the COMPACT snapshot whose manifests hold
+    #: only ADD entries (None: not asked, nothing to compact, or a dry run)
+    manifest_compaction_snapshot: int | None = None
+    notes: list[str] = field(default_factory=list)  # what else the job did or found
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,14 +181,33 @@ class MaintenanceResult:
         return len(self.deleted)
 
     def __str__(self) -> str:
+        lines = [self._summary()]
+        if self.snapshots_remaining_eligible:
+            lines.append(f"  limit snapshot.expire.limit={self.expire_limit} reached; "
+                         f"{self.snapshots_remaining_eligible} more snapshots are eligible — "
+                         "run again or raise max_deletes")
+        lines += [f"  {note}" for note in self.notes]
+        if self.dry_run and self.snapshots_deleted:
+            lines.append("  snapshots: " + ", ".join(first_of(id_ranges(self.snapshots_deleted))))
+        if self.dry_run and self.deleted:
+            lines.append("  would delete:")
+            lines += [f"    {p}" for p in first_of(self.deleted)]
+        if self.kept:
+            lines.append("  kept schemas:")
+            kept = [f"{sid}: {why}" for sid, why in sorted(self.kept.items())]
+            lines += [f"    {line}" for line in first_of(kept)]
+        return "\n".join(lines)
+
+    def _summary(self) -> str:
+        notes = f" ({'; '.join(self.skipped)})" if self.skipped else ""
         if self.partitions_expired or self.operation == "expire-partitions":
             verb = "would drop" if self.dry_run else "dropped"
             snap = f" in snapshot {self.latest_snapshot}" if self.latest_snapshot else ""
-            notes = f" ({'; '.join(self.skipped)})" if self.skipped else ""
+            shown = first_of(self.partitions_expired)
             return (f"{self.table}: {self.operation} {verb} {len(self.partitions_expired)} "
-                    f"partitions {self.partitions_expired}{snap} ({self.data_files_dropped} data "
-                    f"files, {self.bytes_dropped} bytes, deleted when the snapshots holding them "
-                    f"expire) in {self.duration_s:.2f}s{notes}")
+                    f"partitions {shown}{snap} ({self.data_files_dropped} data "
+                    f"files, {human_size(self.bytes_dropped)}, deleted when the snapshots "
+                    f"holding them expire) in {self.duration_s:.2f}s{notes}")
         verb = "would delete" if self.dry_run else "deleted"
         parts = [f"{len(self.snapshots_deleted)} snapshots"] if self.snapshots_deleted else []
         for label, n in (("data files", self.data_files_deleted),
@@ -141,9 +220,8 @@ class MaintenanceResult:
         what = ", ".join(parts) if parts else "nothing"
         tail = f"; earliest snapshot {self.earliest_snapshot}" \
             if self.earliest_snapshot is not None else ""
-        notes = f" ({'; '.join(self.skipped)})" if self.skipped else ""
-        return (f"{self.table}: {self.operation} {verb} {what} ({self.bytes_deleted} bytes) in "
-                f"{self.duration_s:.2f}s{tail}{notes}")
+        return (f"{self.table}: {self.operation} {verb} {what} ({human_size(self.bytes_deleted)})"
+                f" in {self.duration_s:.2f}s{tail}{notes}")
 
 
 @dataclass

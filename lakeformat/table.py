@@ -371,12 +371,22 @@ class Table:
                                     retain_max, older_than, max_deletes, dry_run)
 
     def clean_schemas(self, retain_min: int | None = None, older_than: OlderThan = None,
-                      dry_run: bool = False) -> MaintenanceResult:
-        """Delete schema files nothing can need any more (Paimon keeps them forever)."""
+                      dry_run: bool = False, compact_manifests: bool = False
+                      ) -> MaintenanceResult:
+        """Delete schema files nothing can need any more (Paimon keeps them forever); the
+        result's `kept` says why each remaining one stays.
+
+        Manifests list deleted files (ADD/DELETE entries) until a full manifest compaction, so
+        after a full compaction old schemas can stay referenced by files no snapshot reads.
+        `compact_manifests=True` (off by default) first commits Paimon's manifest compaction:
+        a COMPACT snapshot of the same data whose manifests hold only live files (nothing is
+        committed when the latest snapshot's manifests hold no DELETE entry, or on a dry run).
+        Older snapshots keep their manifests, and the schemas those name, until they expire.
+        """
         schema = self.refresh()._schema
         with self._maintaining("clean_schemas", dry_run) as file_io:
             return clean_schemas(file_io, self.path, schema, self.name, retain_min, older_than,
-                                 dry_run)
+                                 dry_run, compact_manifests)
 
     def remove_orphan_files(self, older_than: OlderThan = None, dry_run: bool = False,
                             enforce_retention_duration: bool = True) -> MaintenanceResult:

@@ -19,11 +19,12 @@ from lakeformat.meta.data_file_meta import (
     ManifestEntry,
     ManifestFileMeta,
     describe_identifier,
+    merge_entries,
 )
 from lakeformat.meta.manifest import ManifestFile, partition_order_key
 from lakeformat.schema.types import DataType
 
-__all__ = ["merge_manifests", "DeletePartitionPredicate"]
+__all__ = ["merge_manifests", "compact_fully", "DeletePartitionPredicate"]
 
 PartitionFilter = Callable[[ManifestFileMeta], bool]
 
@@ -55,6 +56,30 @@ def merge_manifests(
             return full, new_files
         return _minor_compaction(list(inputs), new_files, manifest_file, target_size,
                                  merge_min_count), new_files
+    except BaseException:
+        manifest_file.delete_quietly([m.file_name for m in new_files])
+        raise
+
+
+def compact_fully(inputs: Sequence[ManifestFileMeta], manifest_file: ManifestFile,
+                  target_size: int) -> tuple[list[ManifestFileMeta], list[ManifestFileMeta]]:
+    """Java's manifest compaction on demand (`FileStoreCommit.compactManifest`, the
+    `compact_manifest` procedure): the merge with `merge-min-count` 1 and a full-compaction
+    threshold of 1 byte, so every manifest holding a DELETE entry is rewritten without its
+    ADD/DELETE pairs. Returns ``(new list, files written)`` with ADD entries only; the inputs
+    themselves when none holds a DELETE entry (nothing to do). Cleans up as `merge_manifests`.
+    """
+    if not any(m.num_deleted_files for m in inputs):
+        return list(inputs), []
+    new_files: list[ManifestFileMeta] = []
+    try:
+        full = _try_full_compaction(list(inputs), new_files, manifest_file, target_size, 1,
+                                    None)
+        if full is None:  # fewer than two manifests to rewrite: rewrite the live set whole
+            entries = [e for m in inputs for e in manifest_file.read(m.file_name)]
+            full = manifest_file.write(merge_entries(entries))
+            new_files.extend(full)
+        return full, new_files
     except BaseException:
         manifest_file.delete_quietly([m.file_name for m in new_files])
         raise

@@ -42,7 +42,7 @@ from lakeformat.meta.data_file_meta import (
     ManifestFileMeta,
 )
 from lakeformat.meta.manifest import ManifestFile, ManifestList
-from lakeformat.meta.manifest_merge import merge_manifests
+from lakeformat.meta.manifest_merge import compact_fully, merge_manifests
 from lakeformat.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 from lakeformat.operation.compact_levels import KeyComparator
 from lakeformat.operation.scan import FileStoreScan
@@ -173,7 +173,6 @@ class FileStoreCommit:
         if not base_entries and not changelog and not overwrite:
             return None
         start = time.monotonic()
-        timeout = self.options.commit_timeout
         wait = self.options.commit_min_retry_wait
         seen_latest: int | None = None
         watched = other_runs_after
@@ -218,14 +217,52 @@ class FileStoreCommit:
                 self.committed_entries = entries
                 return snap
             attempt += 1
-            elapsed = time.monotonic() - start
-            if attempt > self.options.commit_max_retries or (timeout is not None
-                                                             and elapsed > timeout):
-                raise CommitFailedError(
-                    f"commit to {self.table_path} gave up after {attempt} attempts: snapshot "
-                    f"{(latest.id + 1) if latest else 1} kept being taken by other writers")
-            time.sleep(wait * (1 + random.random() * 0.2))
-            wait = min(wait * 2, self.options.commit_max_retry_wait)
+            wait = self._back_off(attempt, start, wait, latest)
+
+    def compact_manifests(self) -> Snapshot | None:
+        """Paimon's `compactManifest`: a COMPACT snapshot of the same data (same files, record
+        counts and schema id) whose base manifest list holds only the ADD entries of live
+        files, with an empty delta. None when the latest snapshot's manifests hold no DELETE
+        entry, or there is no snapshot: nothing to do, as in Java."""
+        start = time.monotonic()
+        wait = self.options.commit_min_retry_wait
+        seen_latest: int | None = None
+        attempt = 0
+        while True:
+            latest = self.snapshots.latest_snapshot()
+            if attempt > 0:
+                landed = self.find_landed(seen_latest, latest, "COMPACT")
+                if landed is not None:
+                    self._clear_ambiguous()
+                    self.committed_entries = []
+                    return landed
+                self._settle_ambiguous(latest)
+            if latest is None:
+                return None
+            seen_latest = latest.id
+            if not any(m.num_deleted_files for m in self.scan.data_manifests(latest)):
+                return None
+            snap = self._try_commit(latest, [], "COMPACT", compact_manifests=True)
+            if snap is not None:
+                self._clear_ambiguous()
+                self.snapshots.commit_latest_hint(snap.id)
+                self.committed_entries = []
+                return snap
+            attempt += 1
+            wait = self._back_off(attempt, start, wait, latest)
+
+    def _back_off(self, attempt: int, start: float, wait: float, latest: Snapshot | None
+                  ) -> float:
+        """Sleep before the next attempt (or give up); returns the next wait."""
+        elapsed = time.monotonic() - start
+        timeout = self.options.commit_timeout
+        if attempt > self.options.commit_max_retries or (timeout is not None
+                                                         and elapsed > timeout):
+            raise CommitFailedError(
+                f"commit to {self.table_path} gave up after {attempt} attempts: snapshot "
+                f"{(latest.id + 1) if latest else 1} kept being taken by other writers")
+        time.sleep(wait * (1 + random.random() * 0.2))
+        return min(wait * 2, self.options.commit_max_retry_wait)
 
     def delta_entries(self, snap: Snapshot) -> list[ManifestEntry]:
         """What a published snapshot changed in data files (its delta manifests): read back only
@@ -281,17 +318,24 @@ class FileStoreCommit:
                     "longer live (another job removed it); give up and run again")
 
     def _try_commit(self, latest: Snapshot | None, entries: list[ManifestEntry],
-                    kind: str, changelog: Sequence[ManifestEntry] = ()) -> Snapshot | None:
+                    kind: str, changelog: Sequence[ManifestEntry] = (),
+                    compact_manifests: bool = False) -> Snapshot | None:
+        """One attempt; `compact_manifests`: the base list is `compact_fully` of the latest
+        snapshot's manifests and the snapshot keeps its schema id, statistics and row ids."""
         written_manifests: list[ManifestFileMeta] = []
         written_lists: list[str] = []
         try:
             delta = self.manifest_file.write(entries) if entries else []
             written_manifests += delta
             previous = self.scan.data_manifests(latest) if latest else []
-            base, new_files = merge_manifests(
-                previous, self.manifest_file, self.options.manifest_target_file_size,
-                self.options.manifest_merge_min_count,
-                self.options.manifest_full_compaction_threshold)
+            if compact_manifests:
+                base, new_files = compact_fully(previous, self.manifest_file,
+                                                self.options.manifest_target_file_size)
+            else:
+                base, new_files = merge_manifests(
+                    previous, self.manifest_file, self.options.manifest_target_file_size,
+                    self.options.manifest_merge_min_count,
+                    self.options.manifest_full_compaction_threshold)
             written_manifests += new_files
             base_name, base_size = self.manifest_list.write(base)
             written_lists.append(base_name)
@@ -308,6 +352,9 @@ class FileStoreCommit:
             removed = sum(e.file.row_count for e in entries if e.kind == DELETE)
             new_id = (latest.id + 1) if latest else 1
             schema_id = self.schemas.schema_ids()[-1]  # Java records the latest schema
+            same = compact_manifests and latest is not None
+            if same:  # Java's compactManifest keeps what the latest snapshot says
+                schema_id = latest.schema_id  # type: ignore[union-attr]
             snap = Snapshot(
                 version=3, id=new_id, schema_id=schema_id,
                 base_manifest_list=base_name, base_manifest_list_size=base_size,
@@ -324,6 +371,8 @@ class FileStoreCommit:
                 watermark=latest.watermark if latest else None,
                 uuid=str(uuidlib.uuid4()), writer_version=WRITER_VERSION,
                 properties=self.properties,
+                statistics=latest.statistics if same else None,  # type: ignore[union-attr]
+                next_row_id=latest.next_row_id if same else None,  # type: ignore[union-attr]
             )
             self._attempted.add(snap.uuid)
             landed = self._publish(snap)

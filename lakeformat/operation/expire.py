@@ -68,10 +68,24 @@ def read_snapshots(sm: SnapshotManager, ids: range, cache: dict[int, Snapshot]
     return {i: cache[i] for i in ids if i in cache}
 
 
+@dataclass(frozen=True)
+class ExpireRange:
+    """Snapshots `[earliest, end)` expire in this run; `eligible_end` is where expiry would
+    stop without the per-run limit (`> end` when the limit stopped it)."""
+
+    earliest: int
+    end: int
+    eligible_end: int
+
+    @property
+    def remaining_eligible(self) -> int:
+        return max(self.eligible_end - self.end, 0)
+
+
 def expire_range(sm: SnapshotManager, consumers: ConsumerManager, retain_min: int,
                  retain_max: int, cutoff_ms: int, max_deletes: int,
-                 cache: dict[int, Snapshot] | None = None) -> tuple[int, int] | None:
-    """`(earliest, end)`: snapshots `[earliest, end)` expire (None: no snapshot at all)."""
+                 cache: dict[int, Snapshot] | None = None) -> ExpireRange | None:
+    """Which snapshots expire (None: no snapshot at all)."""
     cache = {} if cache is None else cache
     if retain_min < 1:
         raise InvalidOptionError(f"retain_min must be at least 1, got {retain_min}")
@@ -85,17 +99,37 @@ def expire_range(sm: SnapshotManager, consumers: ConsumerManager, retain_min: in
     if latest is None or earliest is None:
         return None
     low = max(latest - retain_max + 1, earliest)
-    end = latest - retain_min + 1
+    unlimited = latest - retain_min + 1
     pinned = consumers.min_next_snapshot()
     if pinned is not None:
-        end = min(end, pinned)
-    end = min(end, earliest + max_deletes)
+        unlimited = min(unlimited, pinned)
+    end = min(unlimited, earliest + max_deletes)
     found = read_snapshots(sm, range(low + 1, end + 1), cache) if end > low else {}
     for sid in range(low, end):
         nxt = found.get(sid + 1)
         if nxt is not None and cutoff_ms <= nxt.time_millis:
-            return earliest, sid
-    return earliest, max(end, earliest)
+            return ExpireRange(earliest, sid, sid)
+    end = max(end, earliest)
+    if unlimited <= end:
+        return ExpireRange(earliest, end, end)
+    # the limit stopped the walk: count what the next runs may expire (a report only)
+    eligible = _first_young(sm, max(low, end), unlimited, cutoff_ms, cache)
+    return ExpireRange(earliest, end, eligible)
+
+
+def _first_young(sm: SnapshotManager, lo: int, hi: int, cutoff_ms: int,
+                 cache: dict[int, Snapshot]) -> int:
+    """The first id in `[lo, hi)` whose next snapshot was committed at or after the cut-off
+    (`hi` if none): a binary search, as commit times grow with ids, so a backlog of thousands
+    of snapshots costs a dozen reads. A missing snapshot (expired meanwhile) counts as old."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        nxt = read_snapshots(sm, range(mid + 1, mid + 2), cache).get(mid + 1)
+        if nxt is not None and cutoff_ms <= nxt.time_millis:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest: int,
@@ -204,12 +238,14 @@ def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, tabl
     _refuse_decoupled_changelog(file_io, table_path, schema)
     sm = SnapshotManager(file_io, table_path)
     cache: dict[int, Snapshot] = {}
+    result.expire_limit = max_deletes
     span = expire_range(sm, ConsumerManager(file_io, table_path), retain_min, retain_max,
                         cutoff, max_deletes, cache)
     if span is None:
         result.duration_s = round(time.monotonic() - start, 3)
         return result
-    earliest, end = span
+    earliest, end = span.earliest, span.end
+    result.snapshots_remaining_eligible = span.remaining_eligible
     result.earliest_snapshot = earliest
     result.latest_snapshot = sm.latest_snapshot_id()
     plan = plan_expire(file_io, table_path, schema, earliest, end, cache) \

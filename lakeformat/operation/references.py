@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from threading import Lock
 
+import numpy as np
+
 from lakeformat.errors import CleanupAbortedError
 from lakeformat.layout import CHANGELOG_PREFIX, TablePaths, numbered_id
 from lakeformat.meta.binary_row import from_avro_bytes
@@ -166,7 +168,14 @@ class ReferenceScan:
         self.read: dict[tuple[str, str], Snapshot] = {}
         self.names: set[str] = set()
         self.schema_ids: set[int] = set()
+        #: the first snapshot, tag or changelog found with each `schemaId`, as (kind, name)
+        self.holders: dict[int, tuple[str, str]] = {}
+        #: (data manifests, changelog manifests) of each snapshot, tag or changelog read
+        self.manifests_of: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
         self._manifests_done: set[str] = set()
+        self._manifest_schemas: dict[str, np.ndarray] = {}  # manifest -> unique schema ids
+        self._entry_columns: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._deleted_keys: dict[tuple[str, str], np.ndarray] = {}
 
     def _fail(self, what: str, e: Exception) -> CleanupAbortedError:
         return CleanupAbortedError(f"{self.operation} of {self.table_path} aborted, nothing "
@@ -205,7 +214,7 @@ class ReferenceScan:
                 snap = self._load(path)
                 if snap is None:
                     continue
-                self._add(snap)
+                self._add(snap, key)
             except Exception as e:
                 raise self._fail(f"{key[0]} {key[1]} ({path})", e) from e
             self.read[key] = snap
@@ -220,23 +229,90 @@ class ReferenceScan:
                                   f"deleted: snapshots and tags kept changing over "
                                   f"{MAX_SCAN_ROUNDS} scans")
 
-    def _add(self, snap: Snapshot) -> None:
+    def _add(self, snap: Snapshot, key: tuple[str, str]) -> None:
         refs = self.refs
         self.schema_ids.add(snap.schema_id)
+        self.holders.setdefault(snap.schema_id, key)
         self.names.update(refs.metadata_names(snap))
         if snap.statistics:
             self.names.add(snap.statistics)
-        metas = refs.data_manifests(snap) + refs.changelog_manifests(snap)
-        todo = [m for m in metas if m.file_name not in self._manifests_done]
+        data, changelog = refs.data_manifests(snap), refs.changelog_manifests(snap)
+        self.manifests_of[key] = ([m.file_name for m in data], [m.file_name for m in changelog])
+        todo = [m for m in data + changelog if m.file_name not in self._manifests_done]
         refs.prefetch(todo)
         for m in todo:
-            for e in refs.read_manifest(m.file_name):
-                f = e.file
-                self.names.add(f.file_name)
-                self.names.update(x.rsplit("/", 1)[-1] for x in f.extra_files)
-                self.schema_ids.add(f.schema_id)
+            entries = refs.read_manifest(m.file_name)
+            self.names.update(e.file.file_name for e in entries)
+            self.names.update(x.rsplit("/", 1)[-1] for e in entries for x in e.file.extra_files)
+            ids = np.unique(np.fromiter((e.file.schema_id for e in entries), np.int64,
+                                        len(entries)))
+            self._manifest_schemas[m.file_name] = ids
+            self.schema_ids.update(ids.tolist())
             self._manifests_done.add(m.file_name)
+
+    # -- why a schema id is referenced (reporting only: never decides a deletion) -------------
+    def why_referenced(self, schema_id: int) -> tuple[str, str] | None:
+        """(kind, reason) of the first reference found to `schema_id`: the `schemaId` of a
+        snapshot, tag or changelog; else a file a snapshot reads ("live-file"); else files its
+        manifests only list as deleted ("deleted-file"). None: not referenced."""
+        holder = self.holders.get(schema_id)
+        if holder is not None:
+            return holder[0], f"schemaId of {_holder_text(holder)}"
+        deleted_only: tuple[str, str] | None = None
+        for key, (data, changelog) in self.manifests_of.items():
+            where = _holder_text(key)
+            hit = [n for n in changelog if schema_id in self._manifest_schemas.get(n, ())]
+            if hit:
+                return "live-file", f"a changelog file in manifest {hit[0]} of {where}"
+            hit = [n for n in data if schema_id in self._manifest_schemas.get(n, ())]
+            if not hit:
+                continue
+            live = self._live_file(key, hit, schema_id)
+            if live is not None:
+                return "live-file", f"data file {live[1]} in manifest {live[0]} of {where}"
+            if deleted_only is None:
+                deleted_only = ("deleted-file", f"deleted data files still listed (ADD/DELETE "
+                                f"entries) in manifest {hit[0]} of {where}: kept until {where}"
+                                " expires; compact_manifests=True keeps them out of newer "
+                                "snapshots")
+        return deleted_only
+
+    def _columns(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(schema id, is DELETE, level:file name) of each entry of a manifest, as arrays."""
+        cols = self._entry_columns.get(name)
+        if cols is None:
+            entries = self.refs.read_manifest(name)
+            n = len(entries)
+            cols = (np.fromiter((e.file.schema_id for e in entries), np.int64, n),
+                    np.fromiter((e.kind == FileKind.DELETE for e in entries), np.bool_, n),
+                    np.array([f"{e.file.level}:{e.file.file_name}" for e in entries],
+                             dtype=str))
+            self._entry_columns[name] = cols
+        return cols
+
+    def _live_file(self, key: tuple[str, str], hit: list[str], schema_id: int
+                   ) -> tuple[str, str] | None:
+        """(manifest, file name) of a file of `schema_id` that snapshot (or tag) `key` reads:
+        ADDed in one of its manifests `hit` and DELETEd in none of its data manifests."""
+        deleted = self._deleted_keys.get(key)
+        if deleted is None:
+            cols = map(self._columns, self.manifests_of[key][0])
+            gone = [keys[dels] for _, dels, keys in cols if dels.any()]
+            deleted = np.concatenate(gone) if gone else np.array([], dtype=str)
+            self._deleted_keys[key] = deleted
+        for name in hit:
+            ids, dels, keys = self._columns(name)
+            added = keys[(ids == schema_id) & ~dels]
+            live = added[~np.isin(added, deleted)] if len(deleted) else added
+            if len(live):
+                return name, str(live[0]).split(":", 1)[1]
+        return None
 
     @property
     def snapshot_ids(self) -> list[int]:
         return sorted(int(k[1]) for k in self.read if k[0] == "snapshot")
+
+
+def _holder_text(key: tuple[str, str]) -> str:
+    kind, name = key
+    return f"tag {name!r}" if kind == "tag" else f"{kind} {name}"

@@ -11,17 +11,27 @@
   with `_SCHEMA_ID = K`, and it has had the whole retention time to commit.
 
 Just before deleting, snapshots, tags and schemas are listed again: a candidate that became
-referenced, or the latest, or is gone, is dropped. Any failed read deletes nothing.
+referenced, or the latest, or is gone, is dropped. Any failed read deletes nothing. The result
+says why each remaining schema is kept (`kept`, `kept_kinds`).
+
+Manifests keep the entries of deleted files until a full manifest compaction (Java's merge
+keeps DELETE entries and the ADDs they cancel), so after a full compaction old schemas can stay
+referenced by files no snapshot reads. `compact_manifests=True` first commits Paimon's manifest
+compaction (`FileStoreCommit.compact_manifests`); older snapshots keep their manifests, and
+the schemas they name, until they expire.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 
 from lakeformat import clock
 from lakeformat.errors import CleanupAbortedError, InvalidOptionError, TableNotFoundError
 from lakeformat.layout import SCHEMA_PREFIX, numbered_id
+from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.operation.cleanup import OlderThan, past_cutoff_millis
+from lakeformat.operation.commit import FileStoreCommit
 from lakeformat.operation.references import ReferenceScan
 from lakeformat.options import parse_duration
 from lakeformat.results import MaintenanceResult
@@ -66,16 +76,88 @@ def _time_of(schemas: SchemaManager, schema_id: int) -> int:
                                   f"({schemas.schema_path(schema_id)}): {e}") from e
 
 
+Reasons = dict[int, tuple[str, str]]  # schema id -> (kind, reason) of a kept schema
+
+
 def plan(schemas: SchemaManager, ids: list[int], used: set[int], retain_min: int, cutoff: int
-         ) -> list[int]:
-    """Schema ids the rules allow deleting, oldest first."""
+         ) -> tuple[list[int], Reasons]:
+    """Schema ids the rules allow deleting, oldest first; and why the young ones are kept."""
     protected = set(ids[-retain_min:]) | used
     pairs = [(sid, ids[i + 1]) for i, sid in enumerate(ids[:-1]) if sid not in protected]
     needed = sorted({x for pair in pairs for x in pair})
     times = dict(zip(needed, parallel_map(lambda k: _time_of(schemas, k), needed)))
     # the successor is the schema that replaced it (or a later one, if that is gone)
-    return [sid for sid, successor in pairs
-            if 0 < times[sid] < cutoff and 0 < times[successor] < cutoff]
+    out: list[int] = []
+    young: Reasons = {}
+    for sid, successor in pairs:
+        why = _too_young(sid, times[sid], cutoff) or _too_young(successor, times[successor],
+                                                                 cutoff, sid)
+        if why is None:
+            out.append(sid)
+        else:
+            young[sid] = ("too-young", why)
+    return out, young
+
+
+def _too_young(sid: int, millis: int, cutoff: int, replaced: int | None = None) -> str | None:
+    """Why schema `sid` counts as young (None: it is old enough)."""
+    if 0 < millis < cutoff:
+        return None
+    whose = f"schema {sid}, which replaced it," if replaced is not None else "it"
+    if millis <= 0:
+        return f"too young: {whose} has no creation time (timeMillis), which counts as young"
+    return (f"too young: {whose} was created {_instant(millis)}, after the cut-off "
+            f"{_instant(cutoff)}")
+
+
+def _instant(millis: int) -> str:
+    return dt.datetime.fromtimestamp(millis / 1000, dt.UTC).isoformat(
+        sep=" ", timespec="seconds")
+
+
+def explain(ids: list[int], scan: ReferenceScan, retain_min: int, young: Reasons) -> Reasons:
+    """Why each of `ids` (the schemas left) is kept: the first rule that keeps it."""
+    out: Reasons = {}
+    newest = set(ids[-retain_min:])
+    for sid in ids:
+        if sid == ids[-1]:
+            out[sid] = ("latest", "latest schema")
+        elif sid in newest:
+            out[sid] = ("retain-min", f"among the newest {retain_min} schemas (retain_min)")
+        elif sid in scan.schema_ids:
+            out[sid] = scan.why_referenced(sid) or (
+                "snapshot", "referenced by a snapshot, tag or changelog")
+        elif sid in young:
+            out[sid] = young[sid]
+    return out
+
+
+def _compact_manifests(file_io: FileIO, table_path: str, schema: TableSchema,
+                       result: MaintenanceResult, dry_run: bool) -> None:
+    """Commit Paimon's manifest compaction of the latest snapshot (or, dry, say it would)."""
+    latest = SnapshotManager(file_io, table_path).latest_snapshot()
+    committer = FileStoreCommit(file_io, table_path, schema)
+    deletes = sum(m.num_deleted_files for m in committer.scan.data_manifests(latest)) \
+        if latest is not None else 0
+    if latest is None or not deletes:
+        where = f"snapshot {latest.id}" if latest is not None else "the table (no snapshot)"
+        result.notes.append(f"compact_manifests: the manifests of {where} hold no DELETE "
+                            "entry; nothing to compact")
+        return
+    if dry_run:
+        result.notes.append(f"compact_manifests: would compact the manifests of snapshot "
+                            f"{latest.id} ({deletes} DELETE entries) into a new COMPACT "
+                            "snapshot; the schemas kept below are as before that compaction")
+        return
+    snap = committer.compact_manifests()
+    if snap is None:  # a commit meanwhile left nothing to compact
+        result.notes.append("compact_manifests: nothing left to compact")
+        return
+    result.manifest_compaction_snapshot = snap.id
+    result.notes.append(f"compact_manifests: committed COMPACT snapshot {snap.id}, whose "
+                        f"manifests hold only live files (snapshot {latest.id}'s held "
+                        f"{deletes} DELETE entries); older snapshots keep theirs until they "
+                        "expire")
 
 
 def _list(file_io: FileIO, schemas: SchemaManager) -> dict[int, int]:
@@ -94,11 +176,13 @@ def _list(file_io: FileIO, schemas: SchemaManager) -> dict[int, int]:
 
 
 def clean_schemas(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
-                  retain_min: int | None, older_than: OlderThan, dry_run: bool
-                  ) -> MaintenanceResult:
+                  retain_min: int | None, older_than: OlderThan, dry_run: bool,
+                  compact_manifests: bool = False) -> MaintenanceResult:
     start = time.monotonic()
     retain_min, cutoff = retention(schema.options, retain_min, older_than, clock.now_millis())
     result = MaintenanceResult(table_name, OPERATION, dry_run=dry_run)
+    if compact_manifests:
+        _compact_manifests(file_io, table_path, schema, result, dry_run)
     schemas = SchemaManager(file_io, table_path)
     sizes = _list(file_io, schemas)
     ids = list(sizes)
@@ -106,7 +190,7 @@ def clean_schemas(file_io: FileIO, table_path: str, schema: TableSchema, table_n
         raise TableNotFoundError(f"{table_path} holds no schema file: not a Paimon table")
     scan = ReferenceScan(file_io, table_path, schema, OPERATION)
     scan.scan_until_stable()
-    candidates = plan(schemas, ids, scan.schema_ids, retain_min, cutoff)
+    candidates, young = plan(schemas, ids, scan.schema_ids, retain_min, cutoff)
     if candidates:
         # re-check right before deleting: commits, tags or schema changes made meanwhile
         scan.scan_until_stable()
@@ -118,6 +202,7 @@ def clean_schemas(file_io: FileIO, table_path: str, schema: TableSchema, table_n
             result.skipped.append(f"schemas {dropped} became referenced or latest (or were "
                                   "deleted) during the run; kept")
         candidates = [k for k in candidates if k not in keep and k in present]
+        ids = now_ids
     paths = [schemas.schema_path(k) for k in candidates]
     failed: set[str] = set()
     if paths and not dry_run:
@@ -126,6 +211,14 @@ def clean_schemas(file_io: FileIO, table_path: str, schema: TableSchema, table_n
             result.skipped.append(f"{len(failed)} schema files could not be deleted, e.g. "
                                   f"{sorted(failed)[0]}")
     result.deleted = [p for p in paths if p not in failed]
+    gone = {k for k, p in zip(candidates, paths) if p not in failed}
+    try:
+        reasons = explain([k for k in ids if k not in gone], scan, retain_min, young)
+    except Exception as e:  # a report only: never fail a run that already deleted
+        reasons = {}
+        result.notes.append(f"could not say why schemas are kept: {type(e).__name__}: {e}")
+    result.kept = {k: why for k, (_, why) in reasons.items()}
+    result.kept_kinds = {k: kind for k, (kind, _) in reasons.items()}
     result.schema_files_deleted = len(result.deleted)
     result.bytes_deleted = sum(sizes[k] for k, p in zip(candidates, paths) if p not in failed)
     ids_read = scan.snapshot_ids

@@ -179,3 +179,35 @@ def test_ingest_rerun_of_a_date_lands_once(secret_conn, dags, tmp_path):
     assert other.state == "success"
     assert [s.id for s in t.snapshots()] == [1, 2]
     assert t.read().sort_by("id").to_pydict() == {"id": [1, 2], "v": ["a", "b"]}
+
+
+def test_clean_schemas_operator_compacts_manifests_first(s3_conn):
+    """`compact_manifests=True` reaches the library: a COMPACT snapshot of the same rows, and
+    the XCom says which snapshot and why each schema is kept."""
+    from types import SimpleNamespace
+
+    from lakeformat_airflow.operators import LakeformatCleanSchemasOperator
+
+    uri, options = s3_conn
+    catalog = lf.Catalog(uri, options=options)
+    catalog.create_database("db", exist_ok=True)
+    t = catalog.create_table("db.t", pa.schema([pa.field("id", pa.int64(), nullable=False),
+                                                ("v", pa.int64())]),
+                             primary_keys=["id"], options={"bucket": "1"})
+    t.write(pa.table({"id": [1, 2], "v": [1, 2]}))
+    t.alter(lf.SchemaChange.add_column("w", pa.int64()))
+    t.write(pa.table({"id": [2, 3], "v": [3, 4], "w": [5, 6]}))
+    t.compact(full=True)
+    t.expire_snapshots(retain_min=1, older_than="0 s")
+    rows = t.read().sort_by("id")
+    context = {"ti": SimpleNamespace(dag_id="d", task_id="t", map_index=-1),
+               "logical_date": DAY}
+    op = LakeformatCleanSchemasOperator(task_id="x", table="db.t", retain_min=1,
+                                        older_than="1 ms", compact_manifests=True)
+    out = json.loads(json.dumps(op.execute(context)))  # as XCom stores it
+    latest = t.refresh().latest_snapshot()
+    assert out["manifest_compaction_snapshot"] == latest.id == 4
+    assert latest.commit_kind == "COMPACT" and t.read().sort_by("id").equals(rows)
+    assert out["kept_kinds"] == {"0": "deleted-file", "1": "latest"}
+    with pytest.raises(ValueError):
+        LakeformatCleanSchemasOperator(task_id="y", table="db.t", compact_manifests="yes")

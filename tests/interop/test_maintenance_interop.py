@@ -28,7 +28,10 @@ import lakeformat as lf  # noqa: E402
 from tests.support.pypaimon_helpers import (  # noqa: E402
     DAYS,
     create_paimon_table,
+    paimon_base_manifests,
+    paimon_live_files,
     paimon_read,
+    paimon_snapshots,
     paimon_write,
 )
 
@@ -199,3 +202,43 @@ def test_pypaimon_finds_the_earliest_snapshot_by_lakeformat_hint(paimon, lake):
     os.remove(os.path.join(lt.path, "snapshot", "EARLIEST"))
     with pytest.raises(RuntimeError, match="Cannot find earliest snapshot"):
         sm.try_get_earliest_snapshot()
+
+
+def test_pypaimon_reads_after_clean_schemas_compacts_manifests(paimon, lake):
+    """`clean_schemas(compact_manifests=True)` commits a COMPACT snapshot whose base list holds
+    only ADD entries: pypaimon reads it (and the snapshot before it) with the same rows and
+    counts, keeps writing on top, and still reads once the old schema files are gone."""
+    h = History(paimon, lake)
+    h.write(0, range(0, 6))                        # 1: schema 0 files
+    h.write(1, range(0, 4))                        # 2
+    h.alter(PChange.add_column("extra", AtomicType("STRING")))
+    h.write(0, range(3, 9))                        # 3: schema 1 files
+    h.write(1, range(2, 5))                        # 4
+    lt = h.lt()
+    lt.compact(full=True)                          # 5: every file rewritten under schema 1
+    lt.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
+    table = paimon.get_table(IDENT)
+    want = rows(paimon_read(table))
+    assert [s.id for s in lt.snapshots()] == [5]
+
+    res = lt.clean_schemas(retain_min=1, older_than=dt.timedelta(0), compact_manifests=True)
+    assert res.manifest_compaction_snapshot == 6 and res.kept_kinds[0] == "deleted-file"
+    table = paimon.get_table(IDENT)
+    snaps = {s.id: s for s in paimon_snapshots(table)}
+    assert snaps[6].commit_kind == "COMPACT"
+    assert snaps[6].total_record_count == snaps[5].total_record_count
+    assert all(deleted == 0 for _, deleted, _ in paimon_base_manifests(table, snaps[6]))
+    assert rows(paimon_read(table)) == rows(paimon_read(table, 5)) == want
+    assert sorted(f["file_name"] for f in paimon_live_files(table, 6)) == sorted(
+        f["file_name"] for f in paimon_live_files(table, 5))
+
+    h.snapshots = {6: want}
+    sid = h.write(1, range(20, 22))                # 7: pypaimon commits on top
+    assert sid == 7
+    lt = h.lt()
+    lt.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
+    res = lt.clean_schemas(retain_min=1, older_than=dt.timedelta(0))
+    assert res.deleted == [lt.schema_manager.schema_path(0)]
+    table = paimon.get_table(IDENT)
+    assert rows(paimon_read(table)) == h.snapshots[7]
+    assert rows(paimon_read(table)) == rows(lt.read())

@@ -22,7 +22,11 @@ from lakeformat.meta.data_file_meta import (
     merge_entries,
 )
 from lakeformat.meta.manifest import ManifestFile
-from lakeformat.meta.manifest_merge import DeletePartitionPredicate, merge_manifests
+from lakeformat.meta.manifest_merge import (
+    DeletePartitionPredicate,
+    compact_fully,
+    merge_manifests,
+)
 from lakeformat.schema import types as T
 from lakeformat.storage.local import LocalFileIO
 
@@ -259,3 +263,29 @@ def test_merging_preserves_the_live_set(commits: list[tuple[Any, ...]], rnd: Any
             base, new = merge_manifests(inputs, mf, target, min_count, threshold)
             assert set(m.file_name for m in new) <= set(m.file_name for m in base)
             assert live(mf, base) == before == set(model.values())
+
+
+# -- compaction on demand (compactManifest) ------------------------------------------------------
+def test_compact_fully_keeps_only_live_adds(mf: ManifestFile) -> None:
+    inputs = write_each(mf, [add("f1"), add("f2", "b")], [delete("f1"), add("f3")],
+                        [add("f1", level=5), delete("f2", "b")])  # f1 upgraded, f2 gone
+    before = live(mf, inputs)
+    result, new = compact_fully(inputs, mf, BIG)
+    assert new and all(m.num_deleted_files == 0 for m in result)
+    entries = mf.read_all(result)
+    assert set(entries) == before and len(entries) == len(before)  # no pair left over
+    assert {e.file.file_name for e in entries} == {"f1", "f3"}
+
+
+def test_compact_fully_without_deletes_writes_nothing(mf: ManifestFile) -> None:
+    inputs = write_each(mf, [add("f1")], [add("f2")])
+    on_disk = files_on_disk(mf)
+    assert compact_fully(inputs, mf, BIG) == (inputs, [])
+    assert files_on_disk(mf) == on_disk
+
+
+def test_compact_fully_rewrites_a_lone_manifest_with_pairs(mf: ManifestFile) -> None:
+    # one manifest holding an ADD and its DELETE: nothing else to merge it with
+    inputs = write_each(mf, [add("f1"), add("f2"), delete("f1")])
+    result, new = compact_fully(inputs, mf, BIG)
+    assert result == new and [e.file.file_name for e in mf.read_all(result)] == ["f2"]

@@ -56,24 +56,31 @@ class LakeformatExpireSnapshotsOperator(DryRunMixin, LakeformatBaseOperator):
 class LakeformatCleanSchemasOperator(DryRunMixin, LakeformatBaseOperator):
     """Schema-file retention (`Table.clean_schemas`): delete schema files no retained snapshot,
     tag or data file needs, keeping the newest `retain_min` and those younger than
-    `older_than` (Paimon itself keeps every schema file forever)."""
+    `older_than` (Paimon itself keeps every schema file forever). `compact_manifests=True`
+    first commits Paimon's manifest compaction, so schemas only deleted files still name can
+    go once the older snapshots expire (the XCom's `kept` says why each schema stays)."""
 
     template_fields: Sequence[str] = ("table", "older_than")
 
     def __init__(self, *, table: str, retain_min: int | None = None, older_than: Any = None,
-                 dry_run: bool = False, **kwargs: Any):
+                 dry_run: bool = False, compact_manifests: bool = False, **kwargs: Any):
         super().__init__(table=table, **kwargs)
         check_count("retain_min", retain_min)
         check_duration("older_than", older_than)
         self._check_dry_run(dry_run)
+        if not isinstance(compact_manifests, bool):
+            raise InvalidArgumentError(f"compact_manifests must be True or False, got "
+                                       f"{compact_manifests!r}")
         self.retain_min, self.older_than, self.dry_run = retain_min, older_than, dry_run
+        self.compact_manifests = compact_manifests
 
     def check_rendered(self) -> None:
         check_duration("older_than", self.older_than or None)
 
     def run(self, table: Any, context: Any) -> Any:
         return table.clean_schemas(retain_min=self.retain_min,
-                                   older_than=self.older_than or None, dry_run=self.dry_run)
+                                   older_than=self.older_than or None, dry_run=self.dry_run,
+                                   compact_manifests=self.compact_manifests)
 
 
 class LakeformatRemoveOrphanFilesOperator(DryRunMixin, LakeformatBaseOperator):

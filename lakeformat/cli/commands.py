@@ -216,7 +216,7 @@ MAINTENANCE: dict[str, Callable[[Table, argparse.Namespace], Any]] = {
     "expire-snapshots": lambda t, a: t.expire_snapshots(
         a.retain_min, a.retain_max, older_than(a.older_than), a.max_deletes, a.dry_run),
     "clean-schemas": lambda t, a: t.clean_schemas(a.retain_min, older_than(a.older_than),
-                                                  a.dry_run),
+                                                  a.dry_run, a.compact_manifests),
     "remove-orphan-files": lambda t, a: t.remove_orphan_files(
         older_than(a.older_than), a.dry_run, a.enforce_retention_duration),
     "expire-partitions": lambda t, a: t.expire_partitions(older_than(a.expiration_time),

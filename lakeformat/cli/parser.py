@@ -153,8 +153,11 @@ def _add_maintenance(add: Any) -> None:
     sp.add_argument("--max-deletes", type=int, help="default: snapshot.expire.limit (10)")
     sp.add_argument("--dry-run", action="store_true", help="list what would be deleted")
     sp = add("clean-schemas", "delete schema files nothing can need any more")
-    sp.add_argument("--retain-min", type=int)
-    sp.add_argument("--older-than")
+    sp.add_argument("--retain-min", type=int, help="default: schema.num-retained.min (10)")
+    sp.add_argument("--older-than", help="default: schema.time-retained (1 d)")
+    sp.add_argument("--compact-manifests", action="store_true",
+                    help="first rewrite the latest snapshot's manifests without DELETE "
+                         "entries (a COMPACT snapshot), when only those hold old schemas")
     sp.add_argument("--dry-run", action="store_true")
     sp = add("remove-orphan-files", "delete files no snapshot, tag or consumer references")
     sp.add_argument("--older-than", help="default 1 d; at least 1 h (see the next flag)")

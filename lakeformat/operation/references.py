@@ -273,8 +273,8 @@ class ReferenceScan:
             if deleted_only is None:
                 deleted_only = ("deleted-file", f"deleted data files still listed (ADD/DELETE "
                                 f"entries) in manifest {hit[0]} of {where}: kept until {where}"
-                                " expires; compact_manifests=True keeps them out of newer "
-                                "snapshots")
+                                " expires; compact_manifests (CLI --compact-manifests) keeps them "
+                                "out of newer snapshots")
         return deleted_only
 
     def _columns(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

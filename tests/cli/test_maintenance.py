@@ -4,6 +4,7 @@ create/delete, rollback, compact."""
 
 from __future__ import annotations
 
+import lakeformat as lf
 from tests.cli.conftest import lakeformat, make_orders, orders, run_all
 
 
@@ -44,3 +45,30 @@ def test_maintenance_commands_in_both_modes(tmp_path):
     assert expired.ok().out.startswith("db.t: ")
     rows = lakeformat(*base, "read", "db.t", "--json").ok().lines()
     assert sorted(r["id"] for r in rows) == [0, 1, 10, 11]
+
+
+def test_expiry_says_what_the_limit_left_and_clean_schemas_says_why(tmp_path):
+    wh = str(tmp_path / "wh")
+    t = make_orders(wh, bucket="1")
+    for i in range(6):
+        t.write(orders(3, "2024-01-01", start=i))
+    t.alter([lf.SchemaChange.set_option("snapshot.num-retained.min", "1")])  # schema 1
+    base = ["--warehouse", wh]
+    old = ["--retain-min", "1", "--older-than", "0 s"]
+    dry = lakeformat(*base, "expire-snapshots", "db.t", *old, "--max-deletes", "2",
+                     "--dry-run").ok().out
+    assert "limit snapshot.expire.limit=2 reached; 3 more snapshots are eligible" in dry
+    assert "snapshots: 1..2" in dry and "/snapshot/snapshot-2" in dry  # the list, not counts
+    lakeformat(*base, "compact", "db.t").ok()
+    lakeformat(*base, "expire-snapshots", "db.t", *old, "--max-deletes", "20").ok()
+    kept = lakeformat(*base, "clean-schemas", "db.t", *old).ok().out
+    assert "deleted nothing" in kept and "1: latest schema" in kept
+    assert "0: deleted data files still listed" in kept and "--compact-manifests" in kept
+    compacted = lakeformat(*base, "clean-schemas", "db.t", *old, "--compact-manifests",
+                           "--json").ok().json()
+    assert compacted["manifest_compaction_snapshot"] == 8
+    assert compacted["kept_kinds"] == {"0": "deleted-file", "1": "latest"}
+    lakeformat(*base, "expire-snapshots", "db.t", *old).ok()  # snapshot 7 goes
+    cleaned = lakeformat(*base, "clean-schemas", "db.t", *old, "--json").ok().json()
+    assert cleaned["schema_files_deleted"] == 1
+    assert [s.id for s in lf.Catalog(wh).get_table("db.t").schemas()] == [1]

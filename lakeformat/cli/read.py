@@ -49,26 +49,25 @@ def _check_csv(schema: pa.Schema, what: str) -> None:
                              "use --json or --parquet FILE, or leave it out with --columns")
 
 
-def write_csv(batches: Iterator[pa.RecordBatch], schema: pa.Schema, sink: Any) -> int:
-    import pyarrow.csv as pcsv
-
+def _write_batches(writer: Any, batches: Iterator[pa.RecordBatch]) -> int:
     rows = 0
-    with pcsv.CSVWriter(sink, schema) as writer:
+    with writer:
         for batch in batches:
             writer.write_batch(batch)
             rows += batch.num_rows
     return rows
+
+
+def write_csv(batches: Iterator[pa.RecordBatch], schema: pa.Schema, sink: Any) -> int:
+    import pyarrow.csv as pcsv
+
+    return _write_batches(pcsv.CSVWriter(sink, schema), batches)
 
 
 def write_parquet(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: str) -> int:
     import pyarrow.parquet as pq
 
-    rows = 0
-    with pq.ParquetWriter(path, schema) as writer:
-        for batch in batches:
-            writer.write_batch(batch)
-            rows += batch.num_rows
-    return rows
+    return _write_batches(pq.ParquetWriter(path, schema), batches)
 
 
 def write_json_lines(batches: Iterator[pa.RecordBatch], out: Any) -> int:

@@ -50,9 +50,11 @@ class CommitResult:
             return (f"{self.table}: already committed as snapshot {self.snapshot_id} "
                     f"({self.commit_kind}) by {self.commit_user} / {self.commit_identifier}; "
                     "nothing written")
+        rows = (f"{self.rows_deleted} rows deleted" if self.rows_deleted is not None
+                else f"{self.rows_written} rows")
         return (f"{self.table}: snapshot {self.snapshot_id} ({self.commit_kind}), "
-                f"{self.rows_written} rows, +{self.files_added}/-{self.files_deleted} files, "
-                f"{self.bytes_added} bytes in {self.duration_s:.2f}s"
+                f"{rows}, +{self.files_added}/-{self.files_deleted} files, "
+                f"{human_size(self.bytes_added)} in {self.duration_s:.2f}s"
                 + (f", renumbered {self.rewrites}x after concurrent commits"
                    if self.rewrites else ""))
 

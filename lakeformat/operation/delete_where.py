@@ -9,7 +9,10 @@ Two ways, chosen from the columns the predicate names:
   takes it.
 * any other column — the matching rows are read with merge-on-read (`read_batches`, within the
   memory budget) and their primary keys written as -D records, as `delete(keys)` writes them:
-  one APPEND commit, refused like `delete(keys)` by engines that cannot take a retract.
+  one APPEND commit. Refused before anything is read when the merge engine would keep the
+  rows: first-row, `ignore-delete`, partial-update without `partial-update.remove-record-on-
+  delete`, aggregation without `aggregation.remove-record-on-delete` (Paimon's rule for a
+  DELETE by primary-key upsert).
 
 Memory of the second way: the read streams bucket by bucket within `memory_budget`; what is
 kept are only the matching rows' primary-key columns (and NOT NULL and `sequence.field`
@@ -32,8 +35,9 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.errors import InvalidFilterError
+from lakeformat.errors import InvalidFilterError, SchemaMismatchError
 from lakeformat.merge.context import MergeContext
+from lakeformat.merge.partial_update import REMOVE_ON_DELETE, REMOVE_ON_SEQUENCE_GROUP
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import FileKind
 from lakeformat.meta.partition import partition_path
@@ -44,7 +48,7 @@ from lakeformat.operation.read import TableRead
 from lakeformat.operation.runner import Runner
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.operation.write_job import WriteJob, delete_rows
-from lakeformat.options import CoreOptions
+from lakeformat.options import CoreOptions, parse_bool
 from lakeformat.results import CommitResult
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
@@ -52,6 +56,7 @@ from lakeformat.schema.types import arrow_schema
 from lakeformat.storage import FileIO
 
 OPERATION = "delete"
+AGG_REMOVE_ON_DELETE = "aggregation.remove-record-on-delete"
 
 
 def partition_only(where: Filter, schema: TableSchema) -> bool:
@@ -124,7 +129,33 @@ class DeleteWhere:
         return arrow_schema(self.schema.fields_of(list(names)), with_id=False).empty_table()
 
     # -- rows ------------------------------------------------------------------------------------
+    def _check_engine_removes_rows(self) -> None:
+        """Refuse, before anything is read, a table whose merge engine would keep the rows a
+        -D record targets (Paimon's `validatePKUpsertDeletable`, plus `ignore-delete`, which
+        drops the records silently): the delete would report rows deleted that stay."""
+        options = self.schema.options
+        core = CoreOptions(options)
+        engine = core.merge_engine
+        why = None
+        if core.ignore_delete:
+            why = "'ignore-delete' is true, so -D records are dropped"
+        elif engine == "partial-update" and not parse_bool(options, REMOVE_ON_DELETE):
+            why = (f"merge engine partial-update removes a row only with '{REMOVE_ON_DELETE}' "
+                   "= true (lakeformat's delete by predicate does not carry sequence-group "
+                   f"values, so '{REMOVE_ON_SEQUENCE_GROUP}' is not enough)")
+        elif engine == "aggregation" and not parse_bool(options, AGG_REMOVE_ON_DELETE):
+            why = (f"merge engine aggregation removes a row only with '{AGG_REMOVE_ON_DELETE}'"
+                   " = true")
+        elif engine not in ("deduplicate", "partial-update", "aggregation"):
+            why = f"merge engine {engine} cannot delete rows"
+        if why is not None:
+            raise SchemaMismatchError(
+                f"delete from {self.table_name} by a predicate on non-partition columns is "
+                f"refused: {why}. A predicate on partition columns only drops whole "
+                "partitions with any merge engine.")
+
     def _retract_rows(self, probe: WriteJob, names: list[str]) -> CommitResult:
+        self._check_engine_removes_rows()
         latest = SnapshotManager(self.file_io, self.table_path).latest_snapshot()
         reader = TableRead(self.file_io, self.table_path, self.schema, self.schema_manager,
                            self.memory_budget)

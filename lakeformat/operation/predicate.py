@@ -78,6 +78,13 @@ def term_expression(col: str, op: str, value: Any) -> pc.Expression:
                                                                        frozenset)):
             raise InvalidFilterError(f"filter ({col!r}, {op!r}, {value!r}): {op} takes a "
                                      "list of values")
+        if not value:
+            raise InvalidFilterError(f"filter ({col!r}, {op!r}, []): {op} needs at least one "
+                                     "value")
+        if any(v is None for v in value):
+            raise InvalidFilterError(f"filter ({col!r}, {op!r}, {list(value)!r}): a null in an "
+                                     f"{op.upper()} list matches nothing in SQL; use "
+                                     f"({col!r}, 'is null', None) for nulls")
         values = pa.array(list(value))
         member = field.isin(values)
         return member if op == "in" else ~member & field.is_valid()
@@ -167,6 +174,8 @@ def check_filter(filter: Filter, fields: Sequence[DataField], table: str) -> Non
                                          f"table columns are {names}")
             try:
                 empty.filter(term_expression(col, op, value))
+            except InvalidFilterError:
+                raise
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError,
                     TypeError, ValueError) as e:
                 raise InvalidFilterError(

@@ -217,3 +217,36 @@ def test_delete_where_takes_where_text(catalog):
     with pytest.raises(lf.InvalidFilterError, match="nope"):
         t.delete(where="nope = 1")
     assert t.read().to_pylist() == [{"dt": "a", "id": 1, "name": "x"}]
+
+
+@pytest.mark.parametrize("options, named", [
+    ({"merge-engine": "aggregation", "fields.amount.aggregate-function": "sum"},
+     "aggregation.remove-record-on-delete"),
+    ({"merge-engine": "partial-update", "fields.amount.sequence-group": "v",
+      "partial-update.remove-record-on-sequence-group": "amount"},
+     "partial-update.remove-record-on-delete"),
+    ({"ignore-delete": "true"}, "ignore-delete"),
+    ({"merge-engine": "first-row"}, "first-row"),
+])
+def test_engines_that_would_keep_the_rows_are_refused_before_anything_is_read(
+        catalog, options, named):
+    """A -D record these engines drop or merge away would leave the rows while the result
+    said they were deleted: refused, as Paimon's DELETE refuses them."""
+    t = make(catalog, "db.keep", **options)
+    before = state(t)
+    with pytest.raises(lf.SchemaMismatchError, match=named):
+        t.delete(where=[("id", "=", 1)])
+    assert state(t) == before
+    assert t.delete(where=[("dt", "=", DAYS[0])]).partitions_dropped == (f"dt={DAYS[0]}",)
+
+
+@pytest.mark.parametrize("options", [
+    {"merge-engine": "aggregation", "fields.amount.aggregate-function": "sum",
+     "aggregation.remove-record-on-delete": "true"},
+    {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
+])
+def test_engines_told_to_remove_records_delete_the_matching_rows(catalog, options):
+    t = make(catalog, "db.remove", **options)
+    result = t.delete(where="amount >= 20")
+    assert result.rows_deleted == 6
+    assert keys(t) == [(d, i) for d in DAYS for i in (0, 1)]

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from lakeformat.errors import InvalidFilterError
-from lakeformat.operation.predicate import partition_predicate, to_expression
+from lakeformat.operation.predicate import check_filter, partition_predicate, to_expression
 from lakeformat.operation.where import and_filters, parse_where, resolve_filter, where_filter
 from lakeformat.schema.type_text import parse_type
 from lakeformat.schema.types import DataField
@@ -127,3 +127,17 @@ def test_partition_pruning_takes_is_null_ops():
     assert pred({"dt": None}) and pred({"dt": "x"}) and not pred({"dt": "y"})
     pred = partition_predicate(parse_where("dt IS NOT NULL"), ["dt"])
     assert pred({"dt": "y"}) and not pred({"dt": None})
+
+
+@pytest.mark.parametrize("term, message", [
+    (("name", "in", ["x", None]), "use \\('name', 'is null', None\\)"),
+    (("name", "not in", [None]), "matches nothing in SQL"),
+    (("name", "in", []), "needs at least one value"),
+    (("id", "not in", []), "needs at least one value"),
+])
+def test_in_lists_with_null_or_nothing_are_refused_by_name(term, message):
+    """pyarrow's isin would match a null to a null; SQL's IN never does."""
+    fields = [DataField(0, "id", parse_type("BIGINT")),
+              DataField(1, "name", parse_type("STRING"))]
+    with pytest.raises(InvalidFilterError, match=message):
+        check_filter([term], fields, "db.t")

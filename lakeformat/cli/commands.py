@@ -75,6 +75,8 @@ def older_than(text: str | None) -> Any:
 # -- warehouse and databases --------------------------------------------------------------------
 def list_databases(ctx: Context) -> None:
     names = sorted(ctx.catalog.list_databases())
+    if not names:  # a mistyped warehouse also holds nothing: say where we looked
+        print(f"lakeformat: no databases in warehouse {ctx.catalog.warehouse}", file=sys.stderr)
     ctx.emit(names, lambda: table_text(["DATABASE"], [[n] for n in names]))
 
 

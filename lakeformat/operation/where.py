@@ -19,6 +19,7 @@ as written (numbers as numbers); `where_filter` converts each to its column's ty
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -289,6 +290,8 @@ def _convert(lit: Literal, field: DataField, table: str) -> Any:
             return lit.value
         if pa.types.is_boolean(target) and lit.text.lower() not in ("true", "false"):
             raise TypeError("not TRUE or FALSE")
+        if pa.types.is_time(target):  # Arrow casts no text to a time of day
+            return pa.scalar(datetime.time.fromisoformat(lit.text), target).as_py()
         return pa.scalar(lit.text).cast(target).as_py()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError,
             ValueError, OverflowError):

@@ -141,3 +141,14 @@ def test_in_lists_with_null_or_nothing_are_refused_by_name(term, message):
               DataField(1, "name", parse_type("STRING"))]
     with pytest.raises(InvalidFilterError, match=message):
         check_filter([term], fields, "db.t")
+
+
+def test_time_columns_take_time_text_and_the_filter_applies():
+    fields = [DataField(0, "t", parse_type("TIME(3)"))]
+    dnf = where_filter("t >= '10:00:00.5'", fields)
+    assert dnf == [[("t", ">=", datetime.time(10, 0, 0, 500000))]]
+    col = pa.array([datetime.time(9), datetime.time(10, 0, 1)], pa.time32("ms"))
+    assert pa.table({"t": col}).filter(to_expression(dnf))["t"].to_pylist() == \
+        [datetime.time(10, 0, 1)]
+    with pytest.raises(InvalidFilterError, match="'25:00'"):
+        where_filter("t = '25:00'", fields)

@@ -170,19 +170,31 @@ class TableWrite:
             codes.to_numpy(zero_copy_only=False)]
 
     def _partition_codes(self, rows: pa.Table) -> tuple[np.ndarray, list[tuple]]:
-        """A dense code per distinct partition, and the partition values per code."""
+        """A dense code per distinct partition, and the partition values per code. A null
+        value is a partition of its own (Paimon's `partition.default-name` directory), so
+        columns are dictionary-encoded with nulls encoded, not joined (a join drops nulls)."""
         n = rows.num_rows
         if not self.partition_fields:
             return np.zeros(n, dtype=np.int64), [()]
-        keys = [f.name for f in self.partition_fields]
-        uniq = rows.select(keys).group_by(keys, use_threads=False).aggregate([])
-        uniq = uniq.append_column("__code", pa.array(np.arange(uniq.num_rows, dtype=np.int64)))
-        probe = rows.select(keys).append_column("__row", pa.array(np.arange(n, dtype=np.int64)))
-        joined = probe.join(uniq, keys=keys, join_type="left outer", use_threads=False)
-        codes = np.empty(n, dtype=np.int64)
-        codes[joined["__row"].to_numpy()] = joined["__code"].to_numpy()
-        values = list(zip(*[uniq[k].to_pylist() for k in keys]))
-        return codes, values
+        indices, dictionaries = [], []
+        for f in self.partition_fields:
+            encoded = pc.dictionary_encode(rows[f.name].combine_chunks(),
+                                           null_encoding="encode")
+            indices.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+            dictionaries.append(encoded.dictionary.to_pylist())
+        if len(indices) == 1:  # the common case: the dictionary is the partition list
+            return indices[0], [(v,) for v in dictionaries[0]]
+        sizes = [max(len(d), 1) for d in dictionaries]
+        if float(np.prod(sizes, dtype=np.float64)) < 2.0 ** 62:  # one int64 code per row
+            combined = np.zeros(n, dtype=np.int64)
+            for idx, size in zip(indices, sizes):
+                combined = combined * size + idx
+            uniq, codes = np.unique(combined, return_inverse=True)
+            rows_of = np.array(np.unravel_index(uniq, sizes)).T
+        else:
+            rows_of, codes = np.unique(np.stack(indices, axis=1), axis=0, return_inverse=True)
+        values = [tuple(d[i] for d, i in zip(dictionaries, row)) for row in rows_of.tolist()]
+        return codes.reshape(-1).astype(np.int64), values
 
     def bucket_state(self, latest: Snapshot | None) -> dict:
         """(partition, bucket) -> (total buckets, max sequence number) of live files."""

@@ -287,3 +287,22 @@ def test_file_layout_options_read_back(catalog, options):
     assert sorted(got) == [("a", 1), ("a", 2), ("a", 3)] and got[("a", 2)]["name"] == "two"
     if options.get("file.format") == "orc":
         assert all(f["file_name"].endswith(".orc") for f in t.files())
+
+
+def test_null_partition_values_go_to_the_default_partition(catalog):
+    """A nullable partition column outside the primary key: a null is a partition of its own,
+    stored under Paimon's `partition.default-name` directory."""
+    schema = pa.schema([("dt", pa.string()), ("hr", pa.int32()), ("id", pa.int64()),
+                        ("v", pa.string())])
+    t = catalog.create_table("db.nullpart", schema, primary_keys=["id"],
+                             partition_keys=["dt", "hr"], options={"bucket": "2"})
+    rows = pa.table({"dt": [None, "a", "a", None], "hr": [1, None, 2, 1], "id": [1, 2, 3, 4],
+                     "v": ["w", "x", "y", "z"]}, schema=schema)
+    t.write(rows)
+    assert sorted(t.read().to_pylist(), key=lambda r: r["id"]) == rows.to_pylist()
+    assert sorted({(f["partition"]["dt"], f["partition"]["hr"]) for f in t.files()},
+                  key=str) == sorted({(None, 1), ("a", None), ("a", 2)}, key=str)
+    assert any("dt=__DEFAULT_PARTITION__/hr=1/" in f["path"] for f in t.files())
+    assert t.read(filter="dt IS NULL")["id"].to_pylist() == [1, 4]
+    t.write(pa.table({"dt": [None], "hr": [1], "id": [4], "v": ["z2"]}, schema=schema))
+    assert t.read(filter="dt IS NULL AND id = 4")["v"].to_pylist() == ["z2"]

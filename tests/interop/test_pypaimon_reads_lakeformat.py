@@ -334,3 +334,17 @@ def test_pypaimon_reads_commits_made_with_a_commit_identity(paimon: Any, lake: A
     assert [(s.id, s.commit_user, s.commit_identifier) for s in paimon_snapshots(pt)] == [
         (1, "dag.task", 20240101)]
     assert_same_rows(paimon_read(pt), rows, ORDER_KEYS, "pypaimon")
+
+
+def test_pypaimon_reads_lakeformat_null_partition_values(paimon: Any, lake: Any) -> None:
+    """A null partition value is its own partition (BinaryRow null bit, directory named by
+    `partition.default-name`): pypaimon finds it and reads its rows."""
+    schema = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])
+    lt = lake.create_table("db.nulls", schema=schema, primary_keys=["id"],
+                           partition_keys=["dt"], options={"bucket": "1"})
+    lt.write(pa.table({"dt": [None, "a", None], "id": [1, 2, 3], "v": ["x", "y", "z"]},
+                      schema=schema))
+    theirs = paimon_read(paimon.get_table("db.nulls")).to_pylist()
+    assert sorted(theirs, key=lambda r: r["id"]) == \
+        sorted(lt.read().to_pylist(), key=lambda r: r["id"])
+    assert sorted(r["id"] for r in theirs if r["dt"] is None) == [1, 3]

@@ -243,7 +243,7 @@ def test_tags_table(table):
 
 def test_inspect_of_an_empty_table_gives_empty_typed_tables(catalog):
     t = catalog.create_table("db.empty", SCHEMA, primary_keys=["dt", "hr", "id"],
-                             partition_keys=["dt", "hr"])
+                             partition_keys=["dt", "hr"], options={"bucket": "1"})
     for name in ("snapshots", "files", "partitions", "buckets", "manifests", "tags"):
         got = getattr(t.inspect, name)()
         assert got.num_rows == 0, name
@@ -262,7 +262,8 @@ def test_unpartitioned_table_has_one_partition_row(catalog):
 
 
 def test_inspect_of_a_dropped_table_raises(catalog):
-    t = catalog.create_table("db.gone", SCHEMA, primary_keys=["dt", "hr", "id"])
+    t = catalog.create_table("db.gone", SCHEMA, primary_keys=["dt", "hr", "id"],
+                             options={"bucket": "1"})
     catalog.drop_table("db.gone")
     with pytest.raises(lf.TableNotFoundError):
         t.inspect.files()

@@ -164,7 +164,7 @@ def test_clean_schemas_says_why_each_schema_is_kept(catalog):
     assert r.deleted == [] and sorted(r.kept) == [0, 1, 2, 3, 4]
     assert r.kept_kinds == {0: "deleted-file", 1: "deleted-file", 2: "snapshot",
                             3: "too-young", 4: "latest"}
-    assert "snapshot 4" in r.kept[0] and "compact_manifests=True" in r.kept[0]
+    assert "snapshot 4" in r.kept[0] and "compact_manifests (CLI --compact-manifests)" in r.kept[0]
     assert r.kept[2] == "schemaId of snapshot 4"
     assert "schema 4, which replaced it," in r.kept[3]
     text = str(r)

@@ -176,7 +176,12 @@ class MaintenanceResult:
     notes: list[str] = field(default_factory=list)  # what else the job did or found
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain JSON data: schema ids as keys become text (`{"0": ...}`), as JSON (XCom,
+        `--json`) would make them anyway."""
+        out = asdict(self)
+        for key in ("kept", "kept_kinds"):
+            out[key] = {str(k): v for k, v in out[key].items()}
+        return out
 
     @property
     def files_deleted(self) -> int:

@@ -169,7 +169,7 @@ def test_clean_schemas_says_why_each_schema_is_kept(catalog):
     assert "schema 4, which replaced it," in r.kept[3]
     text = str(r)
     assert "kept schemas:" in text and f"    0: {r.kept[0]}" in text
-    assert r.to_dict()["kept_kinds"] == r.kept_kinds
+    assert r.to_dict()["kept_kinds"] == {str(k): v for k, v in r.kept_kinds.items()}
 
     r = t.clean_schemas(retain_min=2, older_than="1 d", dry_run=True)
     assert r.kept_kinds[3] == "retain-min" and "newest 2 schemas" in r.kept[3]

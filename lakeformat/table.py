@@ -28,7 +28,7 @@ from lakeformat.operation.conform import as_table
 from lakeformat.operation.delete_where import DeleteWhere
 from lakeformat.operation.expire import expire_snapshots
 from lakeformat.operation.inspect import TableInspect
-from lakeformat.operation.interchange import arrow_c_stream, to_polars
+from lakeformat.operation.interchange import to_polars
 from lakeformat.operation.merge_schema import (
     validate_table_schema,
     wants_merge_schema,
@@ -179,6 +179,8 @@ class Table:
 
     def _snapshot_and_schema(self, snapshot_id: int | None, tag: str | None
                              ) -> tuple[Snapshot | None, TableSchema]:
+        """The snapshot asked for (latest by default) and the schema to read it with; a dropped
+        table is not read, not even by snapshot id."""
         self.refresh()
         snap = self._resolve_snapshot(snapshot_id, tag)
         return snap, self._schema_of(snap, snapshot_id is not None or tag is not None)
@@ -251,13 +253,11 @@ class Table:
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """The Arrow PyCapsule stream of the latest snapshot's rows (`read_batches()`), so
         `pa.table(t)`, `polars.DataFrame(t)` and DuckDB's `FROM t` take a Table directly."""
-        return arrow_c_stream(self.read_batches(), requested_schema)
+        return self.read_batches().__arrow_c_stream__(requested_schema)
 
     def _table_read(self, snapshot_id: int | None, tag: str | None,
                     memory_budget: int | str | None) -> tuple[TableRead, Snapshot | None]:
-        self.refresh()  # a dropped table is not read, not even by snapshot id
-        snap = self._resolve_snapshot(snapshot_id, tag)
-        schema = self._schema_of(snap, snapshot_id is not None or tag is not None)
+        snap, schema = self._snapshot_and_schema(snapshot_id, tag)
         return TableRead(self.file_io, self.path, schema, self.schema_manager,
                          parse_budget(memory_budget)), snap
 

@@ -1,6 +1,6 @@
-"""Handing rows to other dataframe libraries: pandas through pyarrow, Polars when installed
-(it is not a dependency), and anything that speaks the Arrow PyCapsule stream protocol
-(DuckDB, Polars, pyarrow itself) through `Table.__arrow_c_stream__`."""
+"""Handing rows to Polars when it is installed (it is not a dependency); pandas goes through
+pyarrow, and DuckDB and Polars also take a `Table` as an Arrow stream
+(`Table.__arrow_c_stream__`)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,3 @@ def to_polars(rows: pa.Table) -> Any:
                           "pip install polars") from missing
     return polars.from_arrow(rows)
 
-
-def arrow_c_stream(reader: pa.RecordBatchReader, requested_schema: object | None = None
-                   ) -> object:
-    """The PyCapsule of a stream of record batches (the Arrow C stream interface)."""
-    return reader.__arrow_c_stream__(requested_schema)

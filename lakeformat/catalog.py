@@ -231,7 +231,9 @@ class Catalog:
                      partition_keys: list[str] | None = None,
                      options: Mapping[str, Any] | None = None, comment: str | None = None,
                      exist_ok: bool = False) -> Table:
-        """Create a primary-key table from an Arrow schema (nullability is taken from it).
+        """Create a table from an Arrow schema (nullability is taken from it): a primary-key
+        table with `primary_keys` (table option `bucket` required), else an append table
+        (bucket-unaware unless `bucket` and `bucket-key` are set).
 
         A list of `DataField`s gives Paimon types Arrow cannot express (CHAR(n), VARCHAR(n)).
         """
@@ -243,9 +245,6 @@ class Catalog:
                 return self.get_table(ident)
             raise TableAlreadyExistsError(f"table {ident} already exists in warehouse "
                                           f"{self.warehouse}")
-        if not primary_keys:
-            raise InvalidIdentifierError(
-                f"table {ident}: lakeformat manages primary-key tables; give primary_keys")
         if isinstance(schema, pa.Schema):
             fields = [DataField(-1, f.name, from_arrow(f.type, f.nullable)) for f in schema]
         else:
@@ -253,14 +252,14 @@ class Catalog:
         fields, _ = assign_field_ids(fields)
         opts = {str(k): str(v).lower() if isinstance(v, bool) else str(v)
                 for k, v in (options or {}).items()}
-        if "bucket" not in opts:
+        if "bucket" not in opts and primary_keys:
             raise InvalidOptionError(
                 f"table {ident}: table option 'bucket' is not set. Paimon's default is dynamic "
                 "bucket (bucket=-1), which lakeformat reads and compacts but does not write yet; "
                 "set bucket=N for a fixed number of buckets (e.g. 4; CLI: -O bucket=4), or "
                 "bucket=-1 explicitly for a table other engines write")
         check_option_names(str(ident), opts, [f.name for f in fields])
-        table_schema = new_schema(0, fields, list(partition_keys or []), list(primary_keys),
+        table_schema = new_schema(0, fields, list(partition_keys or []), list(primary_keys or []),
                                   opts, comment)
         validate_table_schema(table_schema)
         file_io = self.table_locks(ident).guarded(self.file_io)

@@ -124,6 +124,23 @@ class CoreOptions:
     def target_file_size(self) -> int:
         return self._size("target-file-size", "128 mb")
 
+    def target_file_size_of(self, primary_key: bool) -> int:
+        """Java's `targetFileSize(hasPrimaryKey)`: 128 MB for a primary-key table, 256 MB for
+        an append table, unless `target-file-size` is set."""
+        return self._size("target-file-size", "128 mb" if primary_key else "256 mb")
+
+    @property
+    def compaction_min_file_num(self) -> int:
+        """`compaction.min.file-num`: small files an append-table compaction waits for."""
+        n = self._int("compaction.min.file-num", 5)
+        if n < 1:
+            raise InvalidOptionError(f"option 'compaction.min.file-num' must be >= 1, got {n}")
+        return n
+
+    @property
+    def split_open_file_cost(self) -> int:
+        return self._size("source.split.open-file-cost", "4 mb")
+
     @property
     def data_file_prefix(self) -> str:
         return str(self.raw.get("data-file.prefix", "data-"))
@@ -280,6 +297,9 @@ class CoreOptions:
         """Files smaller than this are rewritten rather than moved up a level (Java's
         `compactionFileSize`): target-file-size x compaction.small-file-ratio."""
         return int(self.target_file_size * self.compaction_small_file_ratio)
+
+    def compaction_file_size_of(self, primary_key: bool) -> int:
+        return int(self.target_file_size_of(primary_key) * self.compaction_small_file_ratio)
 
     @property
     def compaction_force_rewrite_all_files(self) -> bool:

@@ -1,9 +1,12 @@
-"""Writer and reader of key-value data files (the files of a primary-key table's LSM tree).
+"""Writer and reader of data files: a primary-key table's key-value files, an append table's rows.
 
 Layout [paimon-format.md §7.1]: ``_KEY_<k>`` for each trimmed primary-key column (left out with
-``data-file.thin-mode``), ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``, then every table column. The
-writer rolls to a new file once the bytes actually written reach ``target-file-size`` and returns
-one :class:`DataFileMeta` per file, with stats computed the way Java computes them.
+``data-file.thin-mode``), ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``, then every table column. A file
+of an append table (no primary key) holds the table columns only: writers still take
+``_SEQUENCE_NUMBER`` (and ``_VALUE_KIND``) beside the rows, for the file's sequence range, and
+readers give them back (the range's numbers in row order, every row +I). The writer rolls to a
+new file once the bytes actually written reach ``target-file-size`` and returns one
+:class:`DataFileMeta` per file, with stats computed the way Java computes them.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.orc as orc
@@ -111,14 +115,17 @@ class KeyValueFileWriter:
         comp = (per_level(options, "file.compression.per.level", level)
                 or options.file_compression).lower()
         self._thin = options.thin_mode
-        self._fields = physical_fields(schema, self._thin)
+        # append table: only the columns go to the file; sequence and kind ride alongside
+        self._append = not schema.primary_keys
+        self._fields = list(schema.fields) if self._append else physical_fields(schema,
+                                                                                 self._thin)
         self._key_names = list(schema.trimmed_primary_keys)
         self._key_fields = schema.key_fields()
         self._key_types = [f.type for f in self._key_fields]
         self._key_modes = key_stats_modes(schema, options, level)
         self._value_modes = value_stats_modes(schema, options, level)
         self._dense = options.stats_dense_store
-        self._target = max(1, options.target_file_size)
+        self._target = max(1, options.target_file_size_of(bool(schema.primary_keys)))
         # Java (2.1+) also rolls on a row count, for files written by writers, not compaction
         row_num = _positive_int(options, "target-file-row-num")
         self._max_rows = row_num if row_num and file_source != 1 else 1 << 62
@@ -138,6 +145,10 @@ class KeyValueFileWriter:
             self._orc_codec = orc_compression(comp)
         keys = [] if self._thin else self._key_names
         self._sources = [*keys, SEQUENCE_NUMBER, VALUE_KIND, *schema.field_names]
+        self._carried = pa.schema([pa.field(SEQUENCE_NUMBER, pa.int64(), False),
+                                   pa.field(VALUE_KIND, pa.int8(), False)])
+        if self._append:
+            self._sources = list(schema.field_names)
 
     def _dictionary_columns(self) -> list[str]:
         """Columns worth dictionary encoding: all but those unique within a file (the sequence
@@ -172,8 +183,18 @@ class KeyValueFileWriter:
         return metas
 
     def _physical_table(self, kv: pa.Table) -> pa.Table:
-        """The file's columns with their ``to_arrow`` types (and ids); checks NOT NULL columns."""
+        """The file's columns with their ``to_arrow`` types (and ids); checks NOT NULL columns.
+        For an append table, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` lead, not to be written
+        (`_file_part` leaves them out)."""
         arrays = []
+        if self._append:
+            for src in (SEQUENCE_NUMBER, VALUE_KIND):
+                if src not in kv.column_names:
+                    raise SchemaMismatchError(f"append input has no column {src!r}")
+            kinds = kv.column(VALUE_KIND)
+            if pc.any(pc.not_equal(kinds, 0)).as_py():
+                raise SchemaMismatchError("an append table (no primary key) takes +I rows only")
+            arrays = [kv.column(SEQUENCE_NUMBER).cast(pa.int64()), kinds.cast(pa.int8())]
         for src, field, target in zip(self._sources, self._fields, self._arrow_schema,
                                       strict=True):
             if src not in kv.column_names:
@@ -189,7 +210,14 @@ class KeyValueFileWriter:
                         f"column {src!r} of type {col.type} cannot be written as {target.type}: {e}"
                     ) from e
             arrays.append(col)
+        if self._append:
+            schema = pa.schema([*self._carried, *self._arrow_schema])
+            return pa.Table.from_arrays(arrays, schema=schema)
         return pa.Table.from_arrays(arrays, schema=self._arrow_schema)
+
+    def _file_part(self, phys: pa.Table) -> pa.Table:
+        """What goes into the file of a slice of `_physical_table`."""
+        return phys.drop_columns([SEQUENCE_NUMBER, VALUE_KIND]) if self._append else phys
 
     def _parquet_files(self, phys: pa.Table) -> Iterator[tuple[int, int, bytes]]:
         """Row groups into an in-memory sink until its real size reaches the target.
@@ -214,7 +242,8 @@ class KeyValueFileWriter:
                     rows = min(max(rows, MIN_CHUNK_ROWS), cap_rows, n - pos,
                                self._max_rows - (pos - start))
                     before = sink.tell()
-                    writer.write_table(phys.slice(pos, rows), row_group_size=rows)
+                    writer.write_table(self._file_part(phys.slice(pos, rows)),
+                                       row_group_size=rows)
                     pos += rows
                     self._disk_per_row = max(1.0, (sink.tell() - before) / rows)
                     if sink.tell() >= self._target or pos - start >= self._max_rows:
@@ -234,7 +263,7 @@ class KeyValueFileWriter:
             rows = min(max(int(self._target * OVERSHOOT / per_row) + 1, MIN_CHUNK_ROWS), n - pos,
                        self._max_rows)
             sink = pa.BufferOutputStream()
-            part = phys.slice(pos, rows).cast(self._orc_schema)
+            part = self._file_part(phys.slice(pos, rows)).cast(self._orc_schema)
             orc.write_table(part, sink, compression=self._orc_codec)
             data = sink.getvalue().to_pybytes()
             self._disk_per_row = max(1.0, len(data) / rows)
@@ -270,7 +299,7 @@ class KeyValueFileWriter:
             level=self._level,
             extra_files=(),
             creation_time=clock.local_millis_now(),
-            delete_row_count=int(retract or 0),
+            delete_row_count=0 if self._append else int(retract or 0),
             file_source=self._file_source,
             value_stats_cols=stats_cols,
         )
@@ -280,7 +309,7 @@ class KeyValueFileWriter:
 
 def read_kv_file(file_io: Any, path: str, file_format: str, columns: Sequence[str] | None = None,
                  *, schema: TableSchema | None = None,
-                 expect: DataFileMeta | None = None) -> pa.Table:
+                 expect: DataFileMeta | None = None, append: bool = False) -> pa.Table:
     """``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and ``columns`` (all value columns when None).
 
     Reads files of Java, pypaimon or lakeformat, with or without ``_KEY_`` columns (never
@@ -288,6 +317,8 @@ def read_kv_file(file_io: Any, path: str, file_format: str, columns: Sequence[st
     Arrow types of ``to_arrow``; casts are checked, so a value that does not fit fails instead of
     being truncated. Any failure to read raises CorruptFileError naming ``path``; so does a
     file whose size or row count differs from ``expect`` (its manifest entry).
+    ``append``: a file of an append table (``expect`` required), whose sequence numbers are
+    its entry's range in row order.
     """
     fmt = file_format.lower()
     if fmt not in ("parquet", "orc"):
@@ -295,9 +326,11 @@ def read_kv_file(file_io: Any, path: str, file_format: str, columns: Sequence[st
             f"cannot read data file {path}: file format {file_format!r} is not supported "
             "(parquet, orc)")
     try:
-        table = _read_raw(file_io, path, fmt, columns, expect)
+        table = _read_raw(file_io, path, fmt, columns, expect, append)
         if expect is not None:
             check_row_count(path, table.num_rows, expect)
+        if append:
+            table = _with_system_columns(table, _first_sequence(path, expect), 0)
         return _normalize(table, schema)
     except LakeformatError:
         raise
@@ -308,7 +341,8 @@ def read_kv_file(file_io: Any, path: str, file_format: str, columns: Sequence[st
 def iter_kv_file(file_io: Any, path: str, file_format: str,
                  columns: Sequence[str] | None = None, *, schema: TableSchema | None = None,
                  batch_bytes: int = 64 << 20,
-                 expect: DataFileMeta | None = None) -> Iterator[pa.Table]:
+                 expect: DataFileMeta | None = None, append: bool = False
+                 ) -> Iterator[pa.Table]:
     """Like :func:`read_kv_file`, in pieces of about ``batch_bytes`` of Arrow memory each.
 
     Parquet is read a few thousand rows at a time through a small read buffer, so memory stays
@@ -320,34 +354,42 @@ def iter_kv_file(file_io: Any, path: str, file_format: str,
             f"cannot read data file {path}: file format {file_format!r} is not supported "
             "(parquet, orc)")
     source = None
+    first = _first_sequence(path, expect) if append else 0
     try:
         source = file_io.open_input(path)
         if expect is not None:
             check_file_size(path, source.size(), expect)
         if fmt == "parquet":
             pf = pq.ParquetFile(source, buffer_size=1 << 20, pre_buffer=False)
-            want = _wanted(pf.schema_arrow.names, columns, path)
+            want = _wanted(pf.schema_arrow.names, columns, path, append)
             pieces = (pa.Table.from_batches([b]) for b in
                       pf.iter_batches(batch_size=_read_step(batch_bytes, pf.metadata),
                                       columns=want, use_threads=False))
         else:
             of = orc.ORCFile(source)
-            want = _wanted(of.schema.names, columns, path)
+            want = _wanted(of.schema.names, columns, path, append)
             pieces = (of.read_stripe(i, columns=want) for i in range(of.nstripes))
         held: list[pa.Table] = []
-        size = rows = 0
+        size = rows = done = 0
+
+        def gathered() -> pa.Table:
+            table = pa.concat_tables(held)
+            if append:
+                table = _with_system_columns(table, first, done)
+            return _normalize(table, schema)
+
         for piece in pieces:
             piece = pa.table(piece) if not isinstance(piece, pa.Table) else piece
             held.append(piece.select(want))
             size += piece.nbytes
             rows += piece.num_rows
             if size >= batch_bytes:
-                yield _normalize(pa.concat_tables(held), schema)
-                held, size = [], 0
+                yield gathered()
+                held, size, done = [], 0, rows
         if expect is not None:  # before the last piece: a short file must not look complete
             check_row_count(path, rows, expect)
         if held:
-            yield _normalize(pa.concat_tables(held), schema)
+            yield gathered()
     except LakeformatError:
         raise
     except Exception as e:
@@ -371,7 +413,37 @@ def _read_step(batch_bytes: int, metadata: pq.FileMetaData | None = None) -> int
     return max(128, min(1 << 16, batch_bytes // (4 * per_row)))
 
 
-def _wanted(names: list[str], columns: Sequence[str] | None, path: str) -> list[str]:
+def _first_sequence(path: str, expect: DataFileMeta | None) -> int:
+    if expect is None:
+        raise CorruptFileError(f"data file {path} of an append table is read without its "
+                               "manifest entry (its sequence numbers come from there)")
+    return expect.min_sequence_number
+
+
+def _with_system_columns(table: pa.Table, first_sequence: int, offset: int) -> pa.Table:
+    """A piece of an append file with `_SEQUENCE_NUMBER` (the file's numbers in row order,
+    this piece starting `offset` rows in) and `_VALUE_KIND` (+I) in front."""
+    n = table.num_rows
+    seq = pa.array(np.arange(first_sequence + offset, first_sequence + offset + n,
+                             dtype=np.int64))
+    kinds = pa.array(np.zeros(n, dtype=np.int8))
+    names = [n for n in table.column_names if n not in (SEQUENCE_NUMBER, VALUE_KIND)]
+    return pa.Table.from_arrays([seq, kinds, *(table[c] for c in names)],
+                                names=[SEQUENCE_NUMBER, VALUE_KIND, *names])
+
+
+def _wanted(names: list[str], columns: Sequence[str] | None, path: str,
+            append: bool = False) -> list[str]:
+    """The file columns to read. An append file's columns are the table's alone (no system
+    column is read even when one is there)."""
+    if append:
+        values = [n for n in names if n not in (SEQUENCE_NUMBER, VALUE_KIND)
+                  and not n.startswith(KEY_PREFIX)] if columns is None else [
+            c for c in columns if c not in (SEQUENCE_NUMBER, VALUE_KIND)]
+        missing = [c for c in values if c not in names]
+        if missing:
+            raise CorruptFileError(f"data file {path} has no column(s) {missing}")
+        return values
     for sys_col in (SEQUENCE_NUMBER, VALUE_KIND):
         if sys_col not in names:
             raise CorruptFileError(f"data file {path} has no {sys_col} column")
@@ -387,18 +459,18 @@ def _wanted(names: list[str], columns: Sequence[str] | None, path: str) -> list[
 
 
 def _read_raw(file_io: Any, path: str, fmt: str, columns: Sequence[str] | None,
-              expect: DataFileMeta | None = None) -> pa.Table:
+              expect: DataFileMeta | None = None, append: bool = False) -> pa.Table:
     source = file_io.open_input(path)
     try:
         if expect is not None:
             check_file_size(path, source.size(), expect)
         if fmt == "parquet":
             pf = pq.ParquetFile(source)
-            want = _wanted(pf.schema_arrow.names, columns, path)
+            want = _wanted(pf.schema_arrow.names, columns, path, append)
             table = pf.read(columns=want, use_threads=True)
         else:
             of = orc.ORCFile(source)
-            want = _wanted(of.schema.names, columns, path)
+            want = _wanted(of.schema.names, columns, path, append)
             table = of.read(columns=want)
         return table.select(want)
     finally:

@@ -114,10 +114,10 @@ class RollingKeyValueFileWriter(KeyValueFileWriter):
             part = table.slice(pos, rows)
             before = f.sink.tell()
             if self._format == "parquet":
-                f.writer.write_table(part, row_group_size=rows)
+                f.writer.write_table(self._file_part(part), row_group_size=rows)
                 self._disk_per_row = max(1.0, (f.sink.tell() - before) / rows)
             else:
-                f.writer.write(part.cast(self._orc_schema))
+                f.writer.write(self._file_part(part).cast(self._orc_schema))
             self._observe(f, part)
             pos += rows
             full = f.rows >= self._max_rows

@@ -8,7 +8,8 @@ memory budget, writes the results at the output level marked as compaction outpu
 non-overlapping files up without rewriting them (Java's upgrade), and returns a `CommitMessage`
 (plus counts). The driver commits each group of partitions as one COMPACT snapshot with
 Paimon's conflict checks; a group that conflicts is retried partition by partition, and the
-files of whatever cannot commit are deleted.
+files of whatever cannot commit are deleted. An append table's files are picked and rewritten
+by `append_compact` (nothing to merge); its tasks take the same path otherwise.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from lakeformat.merge import merge_engine
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import DataFileMeta, FileSource
 from lakeformat.meta.snapshot import Snapshot
+from lakeformat.operation.append_compact import AppendRewrite, pick_bucketed, pick_unaware
 from lakeformat.operation.commit import CommitMessage
 from lakeformat.operation.compact_levels import (
     KeyComparator,
@@ -73,7 +75,9 @@ class CompactOutcome:
 def check_compactable(schema: TableSchema, table_path: str) -> CoreOptions:
     """Fail closed: refuse tables and options compaction does not handle, naming them."""
     opts = check_supported(schema, COMPACT, table_path)
-    merge_engine(schema)  # checks the merge options
+    if schema.primary_keys:
+        merge_engine(schema)  # checks the merge options
+    _ = (opts.compaction_min_file_num, opts.split_open_file_cost)
     _ = (opts.num_levels, opts.compaction_max_size_amplification_percent,
          opts.compaction_size_ratio, opts.compaction_file_size,
          opts.compaction_force_rewrite_all_files, opts.compaction_optimization_interval,
@@ -95,9 +99,12 @@ def plan_compaction(file_io: FileIO, table_path: str, schema: TableSchema,
     for e in scan.live_entries(latest, partition_filter):
         buckets.setdefault((e.partition, e.bucket), []).append(e)
         newest[e.partition] = max(newest.get(e.partition, 0), e.file.creation_time or 0)
+    part_types = [f.type for f in schema.partition_fields()]
+    if not schema.primary_keys:
+        return _plan_append(buckets, newest, part_types, opts, full, memory_budget,
+                            partition_idle_before)
     cmp = KeyComparator([f.type for f in schema.key_fields()])
     universal = None if full else UniversalCompaction(opts)
-    part_types = [f.type for f in schema.partition_fields()]
     changelog = opts.changelog_producer == "full-compaction"
     tasks = []
     for (partition, bucket), entries in sorted(buckets.items(), key=lambda kv: kv[0]):
@@ -126,6 +133,29 @@ def plan_compaction(file_io: FileIO, table_path: str, schema: TableSchema,
     return tasks
 
 
+def _plan_append(buckets: dict[tuple[bytes, int], list], newest: dict[bytes, int],
+                 part_types: list, opts: CoreOptions, full: bool, memory_budget: int,
+                 partition_idle_before: int | None) -> list[CompactTask]:
+    """An append table's tasks: one per bucket of a bucketed table, one per group of small
+    files of a bucket-unaware one (`append_compact`). Each file counts as a sorted run."""
+    tasks = []
+    for (partition, bucket), entries in sorted(buckets.items(), key=lambda kv: kv[0]):
+        if partition_idle_before is not None and newest[partition] >= partition_idle_before:
+            continue
+        files = [e.file for e in entries]
+        if opts.bucket == -1:
+            groups = pick_unaware(files, opts, full)
+        else:
+            picked = pick_bucketed(files, opts, full)
+            groups = [picked] if picked else []
+        values = tuple(from_avro_bytes(partition, part_types))
+        for group in groups:
+            tasks.append(CompactTask(partition, values, bucket, entries[0].total_buckets,
+                                     tuple(group), 0, 0, False, False, len(files), len(group),
+                                     memory_budget))
+    return tasks
+
+
 # -- execute -------------------------------------------------------------------------------------
 class CompactTaskExecutor:
     """Runs tasks of one table; holds no snapshot state (safe in a thread pool or a Spark task)."""
@@ -149,12 +179,37 @@ class CompactTaskExecutor:
         self.changelog_options = CoreOptions(changelog_opts)
 
     def execute(self, task: CompactTask) -> CompactOutcome:
+        if not self.schema.primary_keys:
+            return self._execute_append(task)
         job = _BucketCompaction(self, task)
         try:
             return job.run()
         except BaseException:
             job.abort()
             raise
+
+
+    def _execute_append(self, task: CompactTask) -> CompactOutcome:
+        rewrite = AppendRewrite(
+            self.file_io, self.schema, self.schema_manager, self.options,
+            self.paths.bucket_dir(task.partition_values, task.bucket),
+            lambda meta: self.paths.data_file(task.partition_values, task.bucket, meta),
+            task.memory_budget)
+        try:
+            after = rewrite.run(task.files)
+        except BaseException:
+            rewrite.abort()
+            raise
+        before = list(task.files)
+        msg = CommitMessage(task.partition, task.bucket, task.total_buckets,
+                            new_files=after, deleted_files=before)
+        stats = CompactStats(
+            buckets_compacted=1, files_in=len(before), files_out=len(after),
+            bytes_in=sum(f.file_size for f in before), bytes_out=sum(f.file_size for f in after),
+            rows_in=sum(f.row_count for f in before), rows_out=sum(f.row_count for f in after),
+            sorted_runs_before=task.runs_before,
+            sorted_runs_after=task.runs_before - len(before) + len(after))
+        return CompactOutcome(task, msg, stats)
 
 
 class _BucketCompaction:

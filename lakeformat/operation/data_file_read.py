@@ -32,16 +32,19 @@ def read_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: Table
     fmt = format_of(meta.file_name, default_format)
     if meta.schema_id == schema.id:
         table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=schema,
-                             expect=meta)
+                             expect=meta,
+                             append=not schema.primary_keys)
         return table.select([SEQUENCE_NUMBER, VALUE_KIND, *columns])
     file_schema = schema_manager.schema(meta.schema_id)
     projection = FieldIdProjection(file_schema.fields, schema.fields)
     if projection.identity:
         table = read_kv_file(file_io, path, fmt, columns=list(columns), schema=file_schema,
-                             expect=meta)
+                             expect=meta,
+                             append=not schema.primary_keys)
         return table.select([SEQUENCE_NUMBER, VALUE_KIND, *columns])
     table = read_kv_file(file_io, path, fmt, columns=projection.file_columns(columns),
-                         schema=file_schema, expect=meta)
+                         schema=file_schema, expect=meta,
+                             append=not schema.primary_keys)
     return _projected(table, projection, schema, columns, path)
 
 
@@ -73,11 +76,13 @@ def iter_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: Table
                                                                       schema.fields)
     if projection is None or projection.identity:
         for piece in iter_kv_file(file_io, path, fmt, columns=list(columns), schema=file_schema,
-                                  batch_bytes=batch_bytes, expect=meta):
+                                  batch_bytes=batch_bytes, expect=meta,
+                             append=not schema.primary_keys):
             yield piece.select(names)
         return
     for piece in iter_kv_file(file_io, path, fmt, columns=projection.file_columns(columns),
-                              schema=file_schema, batch_bytes=batch_bytes, expect=meta):
+                              schema=file_schema, batch_bytes=batch_bytes, expect=meta,
+                             append=not schema.primary_keys):
         yield _projected(piece, projection, schema, columns, path)
 
 

@@ -35,8 +35,25 @@ def validate_table_schema(schema: TableSchema) -> None:
     """The checks a new schema version passes before it is published (create and alter)."""
     _ = schema.trimmed_primary_keys  # raises when the key is only partition columns
     _ = schema.bucket_keys  # raises when bucket-key names a missing column
-    CoreOptions(schema.options).validate()
-    merge_engine(schema)  # building the engine checks its options
+    opts = CoreOptions(schema.options)
+    opts.validate()
+    _validate_bucket(schema, opts)
+    if schema.primary_keys:
+        merge_engine(schema)  # building the engine checks its options
+
+
+def _validate_bucket(schema: TableSchema, opts: CoreOptions) -> None:
+    """Paimon's bucket rules (SchemaValidation.validateBucket): no `bucket-key` with
+    bucket = -1, and a bucketed append table needs one (rows have no key to hash)."""
+    if opts.bucket == -1 and schema.options.get("bucket-key") is not None:
+        raise InvalidOptionError("Cannot define 'bucket-key' with bucket = -1: remove the "
+                                 "'bucket-key' setting or give a bucket number")
+    if not schema.primary_keys and opts.changelog_producer != "none":
+        raise InvalidOptionError(f"Can not set changelog-producer={opts.changelog_producer} "
+                                 "on a table without primary keys")
+    if opts.bucket > 0 and not schema.primary_keys and not schema.bucket_keys:
+        raise InvalidOptionError(f"append table with bucket={opts.bucket}: define a "
+                                 "'bucket-key' for bucketed append mode (or bucket=-1)")
 
 
 def write_options(schema: TableSchema, options: dict[str, Any] | None) -> dict[str, str]:

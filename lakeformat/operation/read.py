@@ -6,6 +6,10 @@ Plan (driver): the splits of one snapshot and the columns to read. Execute (anyw
 size is read within the memory budget. Buckets are independent: `read` maps them through a
 `ThreadRunner`, `read_batches` streams them from threads (`_stream_splits`, at the end);
 pyarrow and numpy release the GIL.
+
+An append table (no primary key) has nothing to merge: a split's files are read one after the
+other (a bucketed table's in sequence order, so rows come back as they were written), piece by
+piece within the budget.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from lakeformat.errors import ColumnNotFoundError
 from lakeformat.merge import merge_engine
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.compact_levels import KeyComparator, interval_partition
+from lakeformat.operation.data_file_read import iter_data_file
 from lakeformat.operation.merge_tree_reader import MergeTreeReader
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.predicate import (
@@ -78,8 +83,11 @@ class TableRead:
         unknown = [c for c in wanted if c not in names]
         if unknown:
             raise ColumnNotFoundError(f"unknown columns {unknown}; table columns are {names}")
-        read_cols = merge_engine(self.schema).required_columns(
-            [*wanted, *sorted(filter_columns(filter, names))])
+        needed = [*wanted, *sorted(filter_columns(filter, names))]
+        if self.schema.primary_keys:
+            read_cols = merge_engine(self.schema).required_columns(needed)
+        else:  # nothing to merge: what is asked for and what the filter needs
+            read_cols = [n for n in names if n in set(needed)]
         output = arrow_schema([self.schema.field(c) for c in wanted], with_id=False)
         scan = FileStoreScan(self.file_io, self.table_path, self.schema)
         splits = scan.splits(snapshot, partition_predicate(filter, self.schema.partition_keys))
@@ -120,6 +128,9 @@ class TableRead:
                    ) -> Iterator[pa.Table]:
         """Merged, visible, filtered rows of one bucket, slice by slice: one row per key,
         retracted keys dropped, in the plan's output schema."""
+        if not self.schema.primary_keys:
+            yield from self._read_append_split(split, plan, memory_budget)
+            return
         reader = MergeTreeReader(
             self.file_io, self.schema, self.schema_manager,
             lambda meta: self.paths.data_file(split.partition_values, split.bucket, meta),
@@ -134,6 +145,22 @@ class TableRead:
                     # before the filter, as the merge's own null checks do
                     if rows[name].null_count:
                         raise null_in_not_null_column(name, rows[name].null_count)
+                if plan.predicate is not None:
+                    rows = rows.filter(plan.predicate)
+                yield rows.select(wanted).cast(plan.output)
+
+
+    def _read_append_split(self, split: Split, plan: ReadPlan, memory_budget: int
+                           ) -> Iterator[pa.Table]:
+        files = list(split.files)
+        if self.options.bucket != -1:
+            files.sort(key=lambda f: f.min_sequence_number)
+        wanted = plan.output.names
+        for meta in files:
+            path = self.paths.data_file(split.partition_values, split.bucket, meta)
+            for rows in iter_data_file(self.file_io, path, meta, self.schema,
+                                       self.schema_manager, plan.read_columns,
+                                       self.options.file_format, max(1 << 20, memory_budget // 4)):
                 if plan.predicate is not None:
                     rows = rows.filter(plan.predicate)
                 yield rows.select(wanted).cast(plan.output)

@@ -61,10 +61,6 @@ def _bucket(refused: Callable[[int], bool]) -> Finder:
     return lambda schema, opts: f"bucket={opts.bucket}" if refused(opts.bucket) else None
 
 
-def _no_primary_key(schema: TableSchema, opts: CoreOptions) -> str | None:
-    return None if schema.primary_keys else "append tables (no primary key)"
-
-
 def _producer(refused: tuple[str, ...] | None) -> Finder:
     """changelog-producer in `refused`, or (None) outside the values lakeformat knows."""
     known = ("none", "input", "full-compaction")
@@ -77,12 +73,11 @@ def _producer(refused: tuple[str, ...] | None) -> Finder:
 
 
 REFUSALS: tuple[Refusal, ...] = (
-    Refusal("primary key", "none (append table)", (READ, WRITE, COMPACT),
-            "lakeformat implements primary-key tables only", _no_primary_key),
-    Refusal("bucket", "-1 (dynamic bucket)", (WRITE,),
-            "lakeformat writes fixed-bucket tables only (not yet dynamic bucket): create the "
-            "table with table option bucket=N (create_table options, CLI -O bucket=N)",
-            _bucket(lambda b: b == -1)),
+    Refusal("bucket", "-1 (dynamic bucket) on a primary-key table", (WRITE,),
+            "lakeformat writes fixed-bucket primary-key tables only (not yet dynamic bucket): "
+            "create the table with table option bucket=N (create_table options, CLI -O "
+            "bucket=N)", lambda s, o: f"bucket={o.bucket}" if s.primary_keys and o.bucket == -1
+            else None),
     Refusal("bucket", "-2 (postpone bucket)", (WRITE, COMPACT),
             "postpone-bucket files are assigned buckets by Paimon's own compaction",
             _bucket(lambda b: b == -2)),

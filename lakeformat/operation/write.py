@@ -5,6 +5,11 @@ with whole-column operations; each (partition, bucket) becomes a `WriteUnit` hol
 own rows and the sequence number its bucket continues from. Execute (`TableWrite.execute`, a pure
 function of a unit): number the rows, merge them per key with the table's merge engine (a data
 file holds each key once) and write level-0 files, returning a `CommitMessage`.
+
+An append table (no primary key) takes +I rows only and writes them as they come, numbered in
+arrival order: a bucketed one (`bucket` > 0, rows hashed by `bucket-key`) continues its bucket's
+numbers, as Java's writer restores them; a bucket-unaware one (`bucket` = -1, every file in
+bucket 0) starts each write at 0, as Java's unaware writer (which restores nothing) does.
 """
 
 from __future__ import annotations
@@ -69,7 +74,9 @@ class TableWrite:
         self.schema = schema
         self.options = CoreOptions(schema.options)
         self._check_writable()
-        self.engine = merge_engine(schema)
+        self.append = not schema.primary_keys
+        self.unaware = self.append and self.options.bucket == -1
+        self.engine = None if self.append else merge_engine(schema)
         self.ctx = MergeContext.of(schema)
         self.paths = PathFactory(file_io, table_path, schema)
         self.keys = list(schema.trimmed_primary_keys)
@@ -87,11 +94,16 @@ class TableWrite:
         if kinds is None:
             kinds = self._row_kinds(table, given=data.column_names)
         table, kinds = self._filter_kinds(table, kinds)
-        self.engine.check_retracts(table, kinds, self.table_path)
+        if self.engine is not None:
+            self.engine.check_retracts(table, kinds, self.table_path)
+        elif kinds.any():
+            raise SchemaMismatchError(
+                f"{self.table_path}: an append table (no primary key) takes +I rows only; "
+                f"{int(np.count_nonzero(kinds))} rows have another row kind")
         rows = table.append_column(VALUE_KIND, pa.array(kinds.astype(np.int8)))
         num_buckets = self.options.bucket
         buckets, part_codes, part_rows = self.route(rows)
-        combined = part_codes * num_buckets + buckets
+        combined = part_codes * max(num_buckets, 1) + buckets
         # Group rows by (partition, bucket), keeping arrival order inside each group; small
         # unsigned codes let numpy's stable argsort use a radix sort.
         codes = combined.astype(np.uint16 if combined.max(initial=0) < 1 << 16 else np.uint64)
@@ -110,6 +122,8 @@ class TableWrite:
             partition = self.partition_bytes(values)
             bucket = int(buckets[first])
             _, max_seq = state.get((partition, bucket), (None, -1))
+            if self.unaware:
+                max_seq = -1
             part_total = state.get((partition, None), (None, -1))[0]
             if part_total is not None and part_total != num_buckets:
                 raise UnsupportedError(
@@ -123,10 +137,12 @@ class TableWrite:
     def route(self, rows: pa.Table) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
         """Where conformed rows go: each row's bucket, each row's partition code, and the
         partition values of each code (whole-column work; a Spark job shuffles by these)."""
+        part_codes, part_rows = self._partition_codes(rows)
+        if self.unaware:
+            return np.zeros(rows.num_rows, dtype=np.int64), part_codes, part_rows
         bucket_cols = [rows[k] for k in self.schema.bucket_keys]
         bucket_types = [self.schema.field(k).type for k in self.schema.bucket_keys]
         buckets = bucket_ids(bucket_cols, bucket_types, self.options.bucket).astype(np.int64)
-        part_codes, part_rows = self._partition_codes(rows)
         return buckets, part_codes, part_rows
 
     def partition_bytes(self, values: tuple) -> bytes:
@@ -209,6 +225,8 @@ class TableWrite:
     # -- execute -------------------------------------------------------------------------------
     def execute(self, unit: WriteUnit) -> CommitMessage:
         """Pure function of a unit: write its files, return what to commit."""
+        if self.engine is None:
+            return self._execute_append(unit)
         # Sequence numbers follow arrival order; rows are then sorted by key (stable).
         key_order = self._key_order(unit.rows.select(self.keys))
         rows = unit.rows.take(pa.array(key_order))
@@ -224,6 +242,18 @@ class TableWrite:
                                     self.schema, self.options)
         files = writer.write(kv)
         return CommitMessage(unit.partition, unit.bucket, unit.total_buckets, new_files=files)
+
+    def _execute_append(self, unit: WriteUnit) -> CommitMessage:
+        """An append table's rows as they came, numbered after the unit's start."""
+        rows = unit.rows
+        seq = pa.array(np.arange(rows.num_rows, dtype=np.int64) + (unit.max_sequence_number + 1))
+        kv = pa.table([seq, rows[VALUE_KIND]] + [rows[f.name] for f in self.schema.fields],
+                      names=[SEQUENCE_NUMBER, VALUE_KIND] + self.schema.field_names)
+        writer = KeyValueFileWriter(self.file_io,
+                                    self.paths.bucket_dir(unit.partition_values, unit.bucket),
+                                    self.schema, self.options)
+        return CommitMessage(unit.partition, unit.bucket, unit.total_buckets,
+                             new_files=writer.write(kv))
 
     def remove_files(self, messages: list[CommitMessage], units: list[WriteUnit]) -> None:
         """Delete files of a job that will not be committed (best effort)."""

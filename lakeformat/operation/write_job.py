@@ -163,9 +163,10 @@ class WriteJob:
         latest = self.committer.snapshots.latest_snapshot()
         self.base_id = latest.id if latest else None
         self.units = self.writer.plan(self.data, self.kinds, latest)
-        self.base = SequenceBase(snapshot_identity(latest),
-                                 {(u.partition, u.bucket): u.max_sequence_number
-                                  for u in self.units})
+        # an append table has no keys for a later record to win: no renumbering
+        self.base = None if not self.schema.primary_keys else SequenceBase(
+            snapshot_identity(latest),
+            {(u.partition, u.bucket): u.max_sequence_number for u in self.units})
         return self.units
 
     def _properties(self) -> dict[str, str] | None:

@@ -15,6 +15,7 @@ from lakeformat.errors import (
     SnapshotNotFoundError,
     TableNotFoundError,
     TagNotFoundError,
+    UnsupportedError,
 )
 from lakeformat.lock.table_locks import NO_LOCKS, TableLocks
 from lakeformat.meta.binary_row import from_avro_bytes
@@ -304,6 +305,10 @@ class Table:
                                table_name=self.name, commit_user=commit_user,
                                commit_identifier=commit_identifier, runner=runner,
                                memory_budget=parse_budget(memory_budget)).run()
+        if not schema.primary_keys:
+            raise UnsupportedError(
+                f"delete from {self.name}: an append table has no primary key to delete rows "
+                "by; drop whole partitions with a `where` on partition columns, or overwrite")
         rows, kinds = delete_rows(schema, as_table(keys))
         return self._run(WriteJob(self.file_io, self.path, schema, rows, kinds, False,
                                   commit_user, commit_identifier, runner=runner,

@@ -76,10 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("database")
     sp.add_argument("--if-not-exists", action="store_true")
     add("list-tables", "list the tables of a database", table=False).add_argument("database")
-    sp = add("create-table", "create a primary-key table")
+    sp = add("create-table", "create a table (an append table without --primary-key)")
     sp.add_argument("--columns", required=True,
                     help="'id BIGINT, dt STRING, name STRING' (Paimon type names)")
-    sp.add_argument("--primary-key", required=True, help="comma list")
+    sp.add_argument("--primary-key", default="",
+                    help="comma list; left out: an append table (no primary key)")
     sp.add_argument("--partition-key", default="", help="comma list")
     sp.add_argument("-O", "--option", action="append", metavar="KEY=VALUE",
                     help="table option, e.g. bucket=4")

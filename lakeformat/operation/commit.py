@@ -205,7 +205,7 @@ class FileStoreCommit:
                 if guard:
                     check_sequence_base(live, sequence_base, latest,  # type: ignore[arg-type]
                                         self.table_path)
-                if kind == "COMPACT":
+                if kind == "COMPACT" and self.schema.primary_keys:  # append: no keys, no ties
                     check_lsm_overlap(live, entries, self.schema, self.table_path)
                     check_compaction_ties(live, messages, self.table_path)
             if not entries and not changelog:

@@ -137,7 +137,9 @@ class DeleteWhere:
         core = CoreOptions(options)
         engine = core.merge_engine
         why = None
-        if core.ignore_delete:
+        if not self.schema.primary_keys:
+            why = "an append table has no primary key to retract rows by"
+        elif core.ignore_delete:
             why = "'ignore-delete' is true, so -D records are dropped"
         elif engine == "partial-update" and not parse_bool(options, REMOVE_ON_DELETE):
             why = (f"merge engine partial-update removes a row only with '{REMOVE_ON_DELETE}' "

@@ -128,9 +128,10 @@ class SparkWriteJob(WriteJob):
         self.messages = list(merged.values())
         start = {k: seq for k, (_, seq) in self.base_state.items() if k[1] is not None}
         self.units = message_units(self.schema, self.messages, start)
-        self.base = SequenceBase(self.base.snapshot if self.base else None,
-                                 {(u.partition, u.bucket): u.max_sequence_number
-                                  for u in self.units})
+        # an append table has no keys for a later record to win: no renumbering
+        self.base = None if not self.schema.primary_keys else SequenceBase(
+            self.base.snapshot if self.base else None,
+            {(u.partition, u.bucket): u.max_sequence_number for u in self.units})
         self.rows_written = sum(o.rows for o in done)
         if failed:
             self.abort()

@@ -1,5 +1,6 @@
-"""`lakeformat_maintenance` over three tables (and one the pattern leaves out): each compacted
-to one sorted run per bucket, snapshots expired per the table's own policy, schema files
+"""`lakeformat_maintenance` over five tables of different kinds (primary-key tables with three
+merge engines, a bucket-unaware and a bucketed append table; one more the pattern leaves out):
+each compacted to one sorted run per bucket, snapshots expired per the table's own policy, schema files
 nothing needs any more deleted; every retained snapshot still reads the same in lakeformat and
 in pypaimon 2.1.0 (run in the interop venv)."""
 
@@ -23,7 +24,14 @@ TABLES = {
                     "snapshot.num-retained.max": "2"}, 2),
     "sales.agg": ({"merge-engine": "aggregation", "fields.v.aggregate-function": "sum",
                    "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}, 1),
+    # append tables (no primary key): every row kept, small files compacted
+    "db.logs": ({"bucket": "-1", "snapshot.num-retained.min": "1",
+                 "snapshot.num-retained.max": "1"}, 1),
+    "sales.events": ({"bucket-key": "id", "snapshot.num-retained.min": "1",
+                      "snapshot.num-retained.max": "1"}, 1),
 }
+APPEND = ("db.logs", "sales.events")
+ORDER = [("dt", "ascending"), ("id", "ascending"), ("v", "ascending")]
 COMMON = {"bucket": "2", "schema.num-retained.min": "1", "schema.time-retained": "1 ms",
           "snapshot.time-retained": "1 ms"}
 
@@ -33,7 +41,8 @@ def _history(catalog: lf.Catalog, name: str, options: dict[str, str]) -> None:
     is never written with (nothing can need it), schema 2 is the latest."""
     db = name.split(".")[0]
     catalog.create_database(db, exist_ok=True)
-    t = catalog.create_table(name, SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
+    keys = [] if name in APPEND else ["dt", "id"]
+    t = catalog.create_table(name, SCHEMA, primary_keys=keys, partition_keys=["dt"],
                              options={**COMMON, **options})
     for i in range(3):
         t.write(pa.table({"dt": ["2024-01-01", "2024-01-02"] * 4,
@@ -68,9 +77,7 @@ def test_maintenance_dag(where, request, dags):
     for name, (opts, _) in TABLES.items():
         _history(catalog, name, opts)
     _history(catalog, "other.untouched", {})
-    expected = {name: catalog.get_table(name).read().sort_by([("dt", "ascending"),
-                                                              ("id", "ascending")])
-                for name in TABLES}
+    expected = {name: catalog.get_table(name).read().sort_by(ORDER) for name in TABLES}
     untouched = [s.id for s in catalog.get_table("other.untouched").snapshots()]
 
     dag = dags.load("lakeformat_maintenance.py", "lakeformat_maintenance")
@@ -79,9 +86,9 @@ def test_maintenance_dag(where, request, dags):
     states = dags.states(run)
     assert run.state == "success", states
     assert sorted(dags.xcom(run, "list_tables")) == sorted(TABLES)
-    assert sum(1 for k in states if k.startswith("maintain.compact[")) == 3
-    cleaned = [dags.xcom(run, "maintain.clean_schemas", i) for i in range(3)]
-    assert [c["schema_files_deleted"] for c in cleaned] == [1, 1, 1]
+    assert sum(1 for k in states if k.startswith("maintain.compact[")) == len(TABLES)
+    cleaned = [dags.xcom(run, "maintain.clean_schemas", i) for i in range(len(TABLES))]
+    assert [c["schema_files_deleted"] for c in cleaned] == [1] * len(TABLES)
 
     for name, (_, keep) in TABLES.items():
         table = catalog.get_table(name)
@@ -94,8 +101,7 @@ def test_maintenance_dag(where, request, dags):
         # while any retained manifest names a file written with it (schema_retention.py)
         assert _schema_files(table) == [0, 2], name
         for snap in snaps:
-            got = table.read(snapshot_id=snap.id).sort_by([("dt", "ascending"),
-                                                           ("id", "ascending")])
+            got = table.read(snapshot_id=snap.id).sort_by(ORDER)
             assert got.select(SCHEMA.names).equals(expected[name].select(SCHEMA.names)), name
             if where == "local":
                 theirs = pypaimon_rows(uri, name, snapshot_id=snap.id)

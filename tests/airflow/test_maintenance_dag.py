@@ -1,8 +1,8 @@
 """`lakeformat_maintenance` over five tables of different kinds (primary-key tables with three
 merge engines, a bucket-unaware and a bucketed append table; one more the pattern leaves out):
-each compacted to one sorted run per bucket, snapshots expired per the table's own policy, schema files
-nothing needs any more deleted; every retained snapshot still reads the same in lakeformat and
-in pypaimon 2.1.0 (run in the interop venv)."""
+each compacted to one sorted run per bucket, snapshots expired per the table's own policy,
+schema files nothing needs any more deleted; every retained snapshot still reads the same in
+lakeformat and in pypaimon 2.1.0 (run in the interop venv)."""
 
 from __future__ import annotations
 

@@ -110,14 +110,29 @@ class AppendRewrite:
             return []
         names = self.schema.field_names
         next_seq = files[0].min_sequence_number
+        held: list[pa.Table] = []
+        size = 0
+
+        def hand_over() -> None:
+            # small files' pieces go to the writer together (one conversion, not one each)
+            nonlocal next_seq, held, size
+            rows = pa.concat_tables(held) if len(held) > 1 else held[0]
+            n = rows.num_rows
+            seq = pa.array(np.arange(next_seq, next_seq + n, dtype=np.int64))
+            next_seq += n
+            self.writer.append(rows.set_column(0, SEQUENCE_NUMBER, seq))
+            held, size = [], 0
+
         for meta in files:
             for piece in iter_data_file(self.file_io, self.path_of(meta), meta, self.schema,
                                         self.schema_manager, names, self.options.file_format,
                                         self.piece_bytes):
-                n = piece.num_rows
-                seq = pa.array(np.arange(next_seq, next_seq + n, dtype=np.int64))
-                next_seq += n
-                self.writer.append(piece.set_column(0, SEQUENCE_NUMBER, seq))
+                held.append(piece)
+                size += piece.nbytes
+                if size >= self.piece_bytes:
+                    hand_over()
+        if held:
+            hand_over()
         return self.writer.close()
 
     def abort(self) -> None:

@@ -188,3 +188,26 @@ def test_create_write_delete_alter_drop(tmp_path):
     assert gone.ok().json() == {"table": "db.t", "dropped": False}
     assert_one_line_error(missing, 1, "db.t", "does not exist", wh)
     assert lakeformat(*base, "list-tables", "db", "--json").ok().json() == []
+
+
+def test_append_table_from_the_cli(tmp_path):
+    """Without --primary-key: an append table (no bucket needed); every row kept, compaction
+    joins the small files, a delete by key is refused in one line."""
+    base = ["--warehouse", str(tmp_path / "wh")]
+    lakeformat(*base, "create-database", "db").ok()
+    lakeformat(*base, "create-table", "db.logs", "--columns", "dt STRING, id BIGINT, msg STRING",
+               "--partition-key", "dt").ok()
+    described = lakeformat(*base, "describe", "db.logs", "--json").ok().json()
+    assert described["primary_keys"] == [] and "bucket" not in described["options"]
+    src = tmp_path / "in.csv"
+    src.write_text("dt,id,msg\nd1,1,a\nd1,1,a\nd2,2,b\n")
+    for _ in range(5):
+        lakeformat(*base, "write", "db.logs", str(src)).ok()
+    rows = lakeformat(*base, "read", "db.logs", "--json").ok().lines()
+    assert len(rows) == 15 and rows.count({"dt": "d1", "id": 1, "msg": "a"}) == 10
+    done = lakeformat(*base, "compact", "db.logs", "--minor", "--json").ok().json()
+    assert done["total"]["files_in"] == 10 and done["total"]["files_out"] == 2
+    keys = tmp_path / "keys.csv"
+    keys.write_text("id\n1\n")
+    refused = lakeformat(*base, "delete", "db.logs", str(keys))
+    assert_one_line_error(refused, 1, "append table has no primary key")

@@ -41,6 +41,7 @@ from lakeformat.meta.data_file_meta import (
     ManifestEntry,
     ManifestFileMeta,
 )
+from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile, replace_entries
 from lakeformat.meta.manifest import ManifestFile, ManifestList
 from lakeformat.meta.manifest_merge import compact_fully, merge_manifests
 from lakeformat.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
@@ -87,6 +88,7 @@ class SequenceBase:
 
 #: `other_runs_after` value that turns the check for another run of the same commit off
 NOT_WATCHED = -1
+INHERIT = object()  # the next snapshot keeps the latest one's index manifest
 #: the snapshot kinds a write commits
 WRITE_KINDS = ("APPEND", "OVERWRITE")
 #: snapshot property naming the lakeformat call ("write" or "delete") that made a commit with
@@ -140,6 +142,7 @@ class FileStoreCommit:
         partition_types = [f.type for f in schema.partition_fields()]
         self.manifest_file = ManifestFile(file_io, table_path, partition_types, schema.options)
         self.manifest_list = ManifestList(file_io, table_path, schema.options)
+        self.index_file = IndexManifestFile(file_io, table_path, schema.options)
         #: id of a snapshot whose publish failed and read back absent (it could still land)
         self.ambiguous_publish: int | None = None
         self._ambiguous_uuid: str | None = None
@@ -152,7 +155,9 @@ class FileStoreCommit:
                overwrite_partitions: Sequence[bytes] | None = None,
                overwrite_all: bool = False,
                sequence_base: SequenceBase | None = None,
-               other_runs_after: int | None = NOT_WATCHED) -> Snapshot | None:
+               other_runs_after: int | None = NOT_WATCHED,
+               index_added: Sequence[IndexManifestEntry] = (),
+               index_base: str | None = None) -> Snapshot | None:
         """Publish one snapshot. Returns None when there is nothing to commit (empty batch).
 
         With `overwrite_partitions` (or `overwrite_all`) every file live in those partitions at
@@ -163,6 +168,12 @@ class FileStoreCommit:
         published) as soon as another run of this commit user and identifier is found to have
         landed a write after that snapshot — checked on every attempt, so a twin landing while
         this one retries is seen too.
+
+        `index_added`: HASH index files of a dynamic-bucket write, each replacing the live file
+        of its (partition, bucket); `index_base` names the index manifest they were computed
+        from: if another commit changed the index of one of their partitions since, the
+        commit is refused (CommitConflictError), as the assignment would be stale. An
+        overwrite drops the index files of the partitions it replaces.
         """
         overwrite = overwrite_all or overwrite_partitions is not None
         if overwrite:
@@ -208,9 +219,11 @@ class FileStoreCommit:
                 if kind == "COMPACT" and self.schema.primary_keys:  # append: no keys, no ties
                     check_lsm_overlap(live, entries, self.schema, self.table_path)
                     check_compaction_ties(live, messages, self.table_path)
-            if not entries and not changelog:
+            if not entries and not changelog and not index_added:
                 return None
-            snap = self._try_commit(latest, entries, kind, changelog)
+            index_name = self._index_manifest(latest, index_added, index_base,
+                                              overwrite_partitions, overwrite_all)
+            snap = self._try_commit(latest, entries, kind, changelog, index_manifest=index_name)
             if snap is not None:
                 self._clear_ambiguous()
                 self.snapshots.commit_latest_hint(snap.id)
@@ -317,13 +330,40 @@ class FileStoreCommit:
                     f"file deletion conflict in {self.table_path}: {e.file.file_name} is no "
                     "longer live (another job removed it); give up and run again")
 
+    def _index_manifest(self, latest: Snapshot | None, added: Sequence[IndexManifestEntry],
+                        base: str | None, overwrite_partitions: Sequence[bytes] | None,
+                        overwrite_all: bool) -> str | None | object:
+        """The index manifest of the next snapshot: INHERIT (the latest's) when nothing
+        changes the index, else a new one written here."""
+        current = latest.index_manifest if latest else None
+        dropping = overwrite_all or bool(overwrite_partitions)
+        if not added and not (dropping and current):
+            return INHERIT
+        live = self.index_file.read(current)
+        if added and current != base:
+            mine = {e.partition for e in added}
+            before = {e for e in self.index_file.read(base) if e.partition in mine}
+            now = {e for e in live if e.partition in mine}
+            if before != now:
+                raise CommitConflictError(
+                    f"{self.table_path}: another commit changed the dynamic-bucket index of a "
+                    "partition this write assigned buckets in; run the write again")
+        entries = replace_entries(live, added, overwrite_partitions or (), overwrite_all)
+        if not entries:
+            return None
+        return self.index_file.write(entries)
+
     def _try_commit(self, latest: Snapshot | None, entries: list[ManifestEntry],
                     kind: str, changelog: Sequence[ManifestEntry] = (),
-                    compact_manifests: bool = False) -> Snapshot | None:
+                    compact_manifests: bool = False,
+                    index_manifest: str | None | object = INHERIT) -> Snapshot | None:
         """One attempt; `compact_manifests`: the base list is `compact_fully` of the latest
-        snapshot's manifests and the snapshot keeps its schema id, statistics and row ids."""
+        snapshot's manifests and the snapshot keeps its schema id, statistics and row ids.
+        `index_manifest`: the new snapshot's (written for this attempt, deleted with its other
+        files when the attempt does not land), None for none, or INHERIT."""
         written_manifests: list[ManifestFileMeta] = []
-        written_lists: list[str] = []
+        written_lists: list[str] = [] if index_manifest is INHERIT or index_manifest is None \
+            else [str(index_manifest)]
         try:
             delta = self.manifest_file.write(entries) if entries else []
             written_manifests += delta
@@ -362,7 +402,8 @@ class FileStoreCommit:
                 changelog_manifest_list=changelog_name,
                 changelog_manifest_list_size=changelog_size,
                 changelog_record_count=changelog_rows,
-                index_manifest=latest.index_manifest if latest else None,
+                index_manifest=(latest.index_manifest if latest else None)
+                if index_manifest is INHERIT else index_manifest,  # type: ignore[arg-type]
                 commit_user=self.commit_user, commit_identifier=self.commit_identifier,
                 commit_kind=kind, time_millis=clock.now_millis(),
                 total_record_count=((latest.total_record_count or 0) if latest else 0)

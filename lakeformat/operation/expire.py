@@ -10,9 +10,12 @@ ones; at most `snapshot.expire.limit` snapshots go per run. With `[earliest, end
 3. their manifest lists and manifests, and statistics files,
 4. the snapshot files, then the `EARLIEST` hint.
 
+Index manifests of expired snapshots and the index files they list (HASH files of dynamic-bucket
+tables, deletion-vector files) go too, unless the new earliest snapshot or a tag still uses them.
+
 Safer than Java: nothing live in the new earliest snapshot or in any tag is deleted (Java only
-consults the nearest earlier tag), index manifests and index files are never deleted (lakeformat
-cannot read them), and when a manifest cannot be read less is deleted, never more. The whole
+consults the nearest earlier tag), and when a manifest or an index manifest cannot be read less
+is deleted, never more (no index file at all when a kept one cannot be read). The whole
 deletion list is planned before the first delete, so `dry_run` reports exactly what a real run
 deletes.
 """
@@ -46,6 +49,7 @@ class ExpirePlan:
     snapshots: list[Snapshot]
     data: dict[str, int] = field(default_factory=dict)  # path -> size, in deletion order
     changelog: dict[str, int] = field(default_factory=dict)
+    index: dict[str, int] = field(default_factory=dict)  # index files
     manifests: dict[str, int] = field(default_factory=dict)
     statistics: list[str] = field(default_factory=list)
     snapshot_files: list[str] = field(default_factory=list)
@@ -178,7 +182,8 @@ def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest:
                 for r in refs.file_refs(e):
                     if r.path not in keep_files:
                         plan.changelog.setdefault(r.path, r.size)
-    index_names = {s.index_manifest for s in snaps if s.index_manifest}
+    index_names = {s.index_manifest for s in snaps if s.index_manifest} - _plan_index(
+        refs, keepers, plan, keep_meta)
     per_snapshot: list[tuple[Snapshot, set[str]]] = []
     for s in plan.snapshots:
         try:
@@ -194,6 +199,34 @@ def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest:
             plan.statistics.append(refs.statistics_path(s.statistics))
     plan.snapshot_files = [sm.snapshot_path(s.id) for s in plan.snapshots]
     return plan
+
+
+def _plan_index(refs: TableReferences, keepers: list[Snapshot], plan: ExpirePlan,
+                keep_meta: set[str]) -> set[str]:
+    """Plan the index files of the expiring snapshots nothing kept uses; returns the index
+    manifests that may go with them (each one read, and not kept)."""
+    try:
+        keep = refs.keep_index(keepers)
+    except Exception as e:
+        plan.skipped.append(f"kept every index file: could not read the index manifest of "
+                            f"snapshot {keepers[0].id} or a tag ({type(e).__name__}: {e})")
+        return set()
+    free: set[str] = set()
+    for name in dict.fromkeys(s.index_manifest for s in plan.snapshots if s.index_manifest):
+        if name in keep_meta:
+            continue
+        try:
+            files = refs.index_files(name)
+        except Exception as e:
+            plan.skipped.append(f"kept index manifest {name} and its files: {e}")
+            continue
+        for path, size in files.items():
+            if path not in keep:
+                plan.index.setdefault(path, size)
+        free.add(name)
+    for name in free:
+        plan.manifests.setdefault(refs.manifest_path(name), 0)
+    return free
 
 
 def _prefetch_deltas(refs: TableReferences, snaps: list[Snapshot], plan: ExpirePlan) -> None:
@@ -260,17 +293,17 @@ def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, tabl
     result.data_files_deleted = len(plan.data)
     result.changelog_files_deleted = len(plan.changelog)
     result.manifest_files_deleted = len(plan.manifests)
-    result.other_files_deleted = len(plan.statistics)
+    result.other_files_deleted = len(plan.statistics) + len(plan.index)
     result.bytes_deleted = (sum(plan.data.values()) + sum(plan.changelog.values())
-                            + sum(plan.manifests.values()))
-    result.deleted = (list(plan.data) + list(plan.changelog) + list(plan.manifests)
-                      + plan.statistics + plan.snapshot_files)
+                            + sum(plan.index.values()) + sum(plan.manifests.values()))
+    result.deleted = (list(plan.data) + list(plan.changelog) + list(plan.index)
+                      + list(plan.manifests) + plan.statistics + plan.snapshot_files)
     result.skipped = plan.skipped
     result.earliest_snapshot = end
     if not dry_run:
         failed: list[str] = []
-        for batch in (list(plan.data), list(plan.changelog), list(plan.manifests),
-                      plan.statistics, plan.snapshot_files):
+        for batch in (list(plan.data), list(plan.changelog), list(plan.index),
+                      list(plan.manifests), plan.statistics, plan.snapshot_files):
             failed += delete_paths(file_io, batch)
         sm.commit_earliest_hint(end)
         if failed:

@@ -11,8 +11,9 @@ tags are listed again after the scan, until a round finds nothing new.
 
 Referenced names are compared by file name, as Java does: data file names are unique, and a
 name match can only keep a file, never delete one that is used elsewhere.
-Never touched: `schema/`, `consumer/`, `index/` (lakeformat cannot read index manifests),
-`changelog/`, `branch/`, and anything not laid out as Paimon lays out its files.
+Index files (`index/`) are orphans when no snapshot's or tag's index manifest lists them.
+Never touched: `schema/`, `consumer/`, `changelog/`, `branch/`, and anything not laid out as
+Paimon lays out its files.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from lakeformat.layout import (
     BUCKET_PREFIX,
     CHANGELOG_PREFIX,
     EARLIEST,
+    INDEX_DIR,
     LATEST,
     MANIFEST_DIR,
     SNAPSHOT_DIR,
@@ -98,7 +100,7 @@ def classify(file_io: FileIO, table_path: str, listing: list[FileStatus], partit
                                    "files does not read branch snapshots; nothing deleted")
         if len(parts) == 2 and top == MANIFEST_DIR:
             out.append(Candidate(st, MANIFEST))
-        elif len(parts) == 2 and top == STATISTICS_DIR:
+        elif len(parts) == 2 and top in (STATISTICS_DIR, INDEX_DIR):
             out.append(Candidate(st, OTHER))
         elif len(parts) == 2 and top == SNAPSHOT_DIR:
             if numbered_id(name, SNAPSHOT_PREFIX) is None and name not in (LATEST, EARLIEST):

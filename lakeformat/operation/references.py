@@ -18,6 +18,7 @@ from lakeformat.errors import CleanupAbortedError
 from lakeformat.layout import CHANGELOG_PREFIX, TablePaths, numbered_id
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import FileKind, ManifestEntry, ManifestFileMeta
+from lakeformat.meta.index_manifest import IndexManifestFile
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
 from lakeformat.operation.paths import PathFactory
@@ -48,6 +49,8 @@ class TableReferences(FileStoreScan):
         self._entry_cache: dict[str, list[ManifestEntry]] = {}
         self._partitions: dict[bytes, tuple] = {}
         self._list_sizes: dict[str, int] = {}
+        self._index_cache: dict[str, dict[str, int]] = {}
+        self.index_file = IndexManifestFile(file_io, table_path, schema.options)
         self._lock = Lock()
 
     # -- cached reads ----------------------------------------------------------------------------
@@ -80,7 +83,7 @@ class TableReferences(FileStoreScan):
 
     def metadata_names(self, snap: Snapshot) -> set[str]:
         """Names under `manifest/` a snapshot needs: its lists and the manifests in them
-        (the index manifest by name: lakeformat never deletes index files it cannot read)."""
+        (and the index manifest by name)."""
         names = {snap.base_manifest_list, snap.delta_manifest_list}
         for name, size in ((snap.base_manifest_list, snap.base_manifest_list_size),
                            (snap.delta_manifest_list, snap.delta_manifest_list_size),
@@ -94,6 +97,26 @@ class TableReferences(FileStoreScan):
         if snap.index_manifest:
             names.add(snap.index_manifest)
         return names
+
+    def index_files(self, index_manifest: str | None) -> dict[str, int]:
+        """Path -> size of the index files an index manifest lists (read once, cached)."""
+        if not index_manifest:
+            return {}
+        cached = self._index_cache.get(index_manifest)
+        if cached is None:
+            cached = {self.index_file.index_file_path(e): e.file_size
+                      for e in self.index_file.read(index_manifest)}
+            with self._lock:
+                self._index_cache[index_manifest] = cached
+        return cached
+
+    def keep_index(self, keepers: Iterable[Snapshot]) -> set[str]:
+        """Paths of the index files these snapshots/tags use (raises when one cannot be read:
+        the caller then deletes no index file)."""
+        out: set[str] = set()
+        for k in keepers:
+            out.update(self.index_files(k.index_manifest))
+        return out
 
     def keep_sets(self, keepers: Iterable[Snapshot]) -> tuple[set[str], set[str]]:
         """What cleanup must keep for these snapshots/tags: paths of every data, changelog and
@@ -234,6 +257,7 @@ class ReferenceScan:
         self.schema_ids.add(snap.schema_id)
         self.holders.setdefault(snap.schema_id, key)
         self.names.update(refs.metadata_names(snap))
+        self.names.update(p.rsplit("/", 1)[-1] for p in refs.index_files(snap.index_manifest))
         if snap.statistics:
             self.names.add(snap.statistics)
         data, changelog = refs.data_manifests(snap), refs.changelog_manifests(snap)

@@ -73,11 +73,11 @@ def _producer(refused: tuple[str, ...] | None) -> Finder:
 
 
 REFUSALS: tuple[Refusal, ...] = (
-    Refusal("bucket", "-1 (dynamic bucket) on a primary-key table", (WRITE,),
-            "lakeformat writes fixed-bucket primary-key tables only (not yet dynamic bucket): "
-            "create the table with table option bucket=N (create_table options, CLI -O "
-            "bucket=N)", lambda s, o: f"bucket={o.bucket}" if s.primary_keys and o.bucket == -1
-            else None),
+    Refusal("bucket", "-1 with a primary key leaving out partition columns", (WRITE,),
+            "cross-partition upsert (a key moving between partitions) is not written yet",
+            lambda s, o: f"bucket={o.bucket} (cross-partition upsert)"
+            if s.primary_keys and o.bucket == -1
+            and not set(s.partition_keys) <= set(s.primary_keys) else None),
     Refusal("bucket", "-2 (postpone bucket)", (WRITE, COMPACT),
             "postpone-bucket files are assigned buckets by Paimon's own compaction",
             _bucket(lambda b: b == -2)),

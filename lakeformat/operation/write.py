@@ -33,10 +33,13 @@ from lakeformat.merge.sort import (
     sort_for_merge,
 )
 from lakeformat.meta.binary_row import to_avro_bytes
-from lakeformat.meta.bucket import bucket_ids
+from lakeformat.meta.bucket import bucket_ids, hash_rows
+from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.commit import CommitMessage
 from lakeformat.operation.conform import conform
+from lakeformat.operation.dynamic_bucket import PartitionHashes, load_partition
+from lakeformat.operation.dynamic_bucket import assign as assign_buckets
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.operation.support import WRITE, check_supported
@@ -77,6 +80,14 @@ class TableWrite:
         self.append = not schema.primary_keys
         self.unaware = self.append and self.options.bucket == -1
         self.engine = None if self.append else merge_engine(schema)
+        self.dynamic = not self.append and self.options.bucket == -1
+        if self.dynamic and not set(schema.partition_keys) <= set(schema.primary_keys):
+            raise UnsupportedError(
+                f"{table_path}: bucket=-1 with a primary key that leaves out partition columns "
+                "(cross-partition upsert) is not written by lakeformat yet")
+        #: dynamic bucket: the index manifest the plan read, and each partition's hashes
+        self.index_base: str | None = None
+        self.index_state: dict[bytes, PartitionHashes] = {}
         self.ctx = MergeContext.of(schema)
         self.paths = PathFactory(file_io, table_path, schema)
         self.keys = list(schema.trimmed_primary_keys)
@@ -102,8 +113,12 @@ class TableWrite:
                 f"{int(np.count_nonzero(kinds))} rows have another row kind")
         rows = table.append_column(VALUE_KIND, pa.array(kinds.astype(np.int8)))
         num_buckets = self.options.bucket
-        buckets, part_codes, part_rows = self.route(rows)
-        combined = part_codes * max(num_buckets, 1) + buckets
+        if self.dynamic:
+            buckets, part_codes, part_rows = self._assign_dynamic(rows, latest)
+        else:
+            buckets, part_codes, part_rows = self.route(rows)
+        stride = max(num_buckets, int(buckets.max(initial=0)) + 1)  # dynamic: assigned ids
+        combined = part_codes * stride + buckets
         # Group rows by (partition, bucket), keeping arrival order inside each group; small
         # unsigned codes let numpy's stable argsort use a radix sort.
         codes = combined.astype(np.uint16 if combined.max(initial=0) < 1 << 16 else np.uint64)
@@ -144,6 +159,44 @@ class TableWrite:
         bucket_types = [self.schema.field(k).type for k in self.schema.bucket_keys]
         buckets = bucket_ids(bucket_cols, bucket_types, self.options.bucket).astype(np.int64)
         return buckets, part_codes, part_rows
+
+    def _assign_dynamic(self, rows: pa.Table, latest: Snapshot | None
+                        ) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
+        """Buckets of a dynamic-bucket table's rows from the partitions' HASH indexes in
+        `latest` (`dynamic_bucket`); the updated indexes stay in `index_state`."""
+        part_codes, part_rows = self._partition_codes(rows)
+        keys = list(self.schema.trimmed_primary_keys)
+        hashes = hash_rows([rows[k] for k in keys],
+                           [self.schema.field(k).type for k in keys]).astype(np.int32)
+        index_file = IndexManifestFile(self.file_io, self.table_path, self.schema.options)
+        self.index_base = latest.index_manifest if latest else None
+        live: dict[bytes, list] = {}
+        for e in index_file.read(self.index_base):
+            live.setdefault(e.partition, []).append(e)
+        buckets = np.empty(rows.num_rows, dtype=np.int64)
+        self.index_state = {}
+        order = np.argsort(part_codes, kind="stable")
+        bounds = np.flatnonzero(np.diff(part_codes[order])) + 1
+        for group in np.split(order, bounds):
+            if not len(group):
+                continue
+            values = tuple(part_rows[int(part_codes[group[0]])]) if self.partition_fields else ()
+            partition = self.partition_bytes(values)
+            state = load_partition(index_file, live.get(partition, []))
+            buckets[group] = assign_buckets(state, partition, hashes[group], self.options)
+            self.index_state[partition] = state
+        return buckets, part_codes, part_rows
+
+    def write_index(self) -> list[IndexManifestEntry]:
+        """New HASH index files for the buckets the plan added keys to."""
+        index_file = IndexManifestFile(self.file_io, self.table_path, self.schema.options)
+        return [index_file.write_hashes(p, b, state.buckets[b])
+                for p, state in self.index_state.items() for b in sorted(state.changed)]
+
+    def remove_index(self, entries: list[IndexManifestEntry]) -> None:
+        index_file = IndexManifestFile(self.file_io, self.table_path, self.schema.options)
+        if entries:
+            self.file_io.delete_many([index_file.index_file_path(e) for e in entries])
 
     def partition_bytes(self, values: tuple) -> bytes:
         """The BinaryRow of one partition's values, as manifests store it."""

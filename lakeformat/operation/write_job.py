@@ -40,6 +40,7 @@ from lakeformat.errors import (
 )
 from lakeformat.merge.sort import DELETE
 from lakeformat.meta.data_file_meta import FileKind, ManifestEntry
+from lakeformat.meta.index_manifest import IndexManifestEntry
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.commit import (
     NOT_WATCHED,
@@ -143,6 +144,7 @@ class WriteJob:
         self.base_id: int | None = None
         self.landed: Snapshot | None = None  # this (user, identifier) had already committed
         self.rewrites = 0
+        self.index_entries: list[IndexManifestEntry] = []
         self._start = time.monotonic()
 
     @property
@@ -214,6 +216,11 @@ class WriteJob:
         if runner is not None:
             self.runner = runner
         self.messages = self._execute(self.units)
+        try:
+            self.index_entries = self.writer.write_index()  # dynamic bucket: HASH files
+        except BaseException:
+            self.abort()
+            raise
         return self.messages
 
     def _execute(self, units: Sequence[WriteUnit]) -> list[CommitMessage]:
@@ -270,7 +277,9 @@ class WriteJob:
     def abort(self) -> None:
         """Delete the files this job wrote (it will not be committed)."""
         self.writer.remove_files(self.messages, self.units)
+        self.writer.remove_index(self.index_entries)
         self.messages = []
+        self.index_entries = []
 
     def _result(self, snap: Snapshot | None, entries: Sequence[ManifestEntry],
                 already: bool = False) -> CommitResult:
@@ -290,9 +299,12 @@ class WriteJob:
             parts = sorted({u.partition for u in self.units})
             return self.committer.commit(self.messages, overwrite_partitions=parts,
                                          overwrite_all=not self.schema.partition_keys,
-                                         other_runs_after=watch)
+                                         other_runs_after=watch,
+                                         index_added=self.index_entries,
+                                         index_base=self.writer.index_base)
         return self.committer.commit(self.messages, sequence_base=self.base,
-                                     other_runs_after=watch)
+                                     other_runs_after=watch, index_added=self.index_entries,
+                                     index_base=self.writer.index_base)
 
     def _fresh(self, conflict: SequenceConflict) -> SequenceConflict:
         """The conflict as of the latest snapshot now, over EVERY bucket of the job: others

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lakeformat.errors import UnsupportedError
 from lakeformat.operation.commit import (
     CommitMessage,
     SequenceBase,
@@ -86,6 +87,11 @@ class SparkWriteJob(WriteJob):
         """Check (or merge) the schema and read the base; no unit exists before execute."""
         self._start = time.monotonic()
         self.units = []
+        if self.writer.dynamic:
+            raise UnsupportedError(
+                f"{self.table_path}: dynamic-bucket (bucket=-1) primary-key tables are not "
+                "written through Spark yet (their bucket assignment is one sequential pass "
+                "over the partition's index); write with the library (engine='local')")
         if self._already_landed(None):
             return []
         if self.merge_schema_options is not None:

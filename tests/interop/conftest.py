@@ -20,6 +20,7 @@ if importlib.util.find_spec("pypaimon") is None:  # pragma: no cover - main venv
         "test_compact_interop.py",
         "test_two_stream_interop.py",
         "test_append_interop.py",
+        "test_dynamic_bucket_interop.py",
     ]
 
 

@@ -97,10 +97,11 @@ class TableWrite:
         check_supported(self.schema, WRITE, self.table_path)
 
     # -- plan ----------------------------------------------------------------------------------
-    def plan(self, data: pa.Table, kinds: np.ndarray | None, latest: Snapshot | None
-             ) -> list[WriteUnit]:
+    def plan(self, data: pa.Table, kinds: np.ndarray | None, latest: Snapshot | None,
+             overwrite: bool = False) -> list[WriteUnit]:
         """Split conformed rows into work units, numbered after the buckets' live state in
-        `latest` (the job's base snapshot)."""
+        `latest` (the job's base snapshot). `overwrite`: the rows replace their partitions
+        (a dynamic-bucket table then assigns them from an empty index)."""
         table = conform(data, self.schema)
         if kinds is None:
             kinds = self._row_kinds(table, given=data.column_names)
@@ -114,7 +115,7 @@ class TableWrite:
         rows = table.append_column(VALUE_KIND, pa.array(kinds.astype(np.int8)))
         num_buckets = self.options.bucket
         if self.dynamic:
-            buckets, part_codes, part_rows = self._assign_dynamic(rows, latest)
+            buckets, part_codes, part_rows = self._assign_dynamic(rows, latest, overwrite)
         else:
             buckets, part_codes, part_rows = self.route(rows)
         stride = max(num_buckets, int(buckets.max(initial=0)) + 1)  # dynamic: assigned ids
@@ -160,7 +161,7 @@ class TableWrite:
         buckets = bucket_ids(bucket_cols, bucket_types, self.options.bucket).astype(np.int64)
         return buckets, part_codes, part_rows
 
-    def _assign_dynamic(self, rows: pa.Table, latest: Snapshot | None
+    def _assign_dynamic(self, rows: pa.Table, latest: Snapshot | None, overwrite: bool
                         ) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
         """Buckets of a dynamic-bucket table's rows from the partitions' HASH indexes in
         `latest` (`dynamic_bucket`); the updated indexes stay in `index_state`."""
@@ -182,7 +183,7 @@ class TableWrite:
                 continue
             values = tuple(part_rows[int(part_codes[group[0]])]) if self.partition_fields else ()
             partition = self.partition_bytes(values)
-            state = load_partition(index_file, live.get(partition, []))
+            state = load_partition(index_file, [] if overwrite else live.get(partition, []))
             buckets[group] = assign_buckets(state, partition, hashes[group], self.options)
             self.index_state[partition] = state
         return buckets, part_codes, part_rows

@@ -164,7 +164,7 @@ class WriteJob:
             self._use_schema(schema)
         latest = self.committer.snapshots.latest_snapshot()
         self.base_id = latest.id if latest else None
-        self.units = self.writer.plan(self.data, self.kinds, latest)
+        self.units = self.writer.plan(self.data, self.kinds, latest, self.overwrite)
         # an append table has no keys for a later record to win: no renumbering
         self.base = None if not self.schema.primary_keys else SequenceBase(
             snapshot_identity(latest),

@@ -232,8 +232,8 @@ class Catalog:
                      options: Mapping[str, Any] | None = None, comment: str | None = None,
                      exist_ok: bool = False) -> Table:
         """Create a table from an Arrow schema (nullability is taken from it): a primary-key
-        table with `primary_keys` (table option `bucket` required), else an append table
-        (bucket-unaware unless `bucket` and `bucket-key` are set).
+        table with `primary_keys`, else an append table. Without table option `bucket` both
+        take Paimon's default, -1: dynamic bucket, or bucket-unaware for an append table.
 
         A list of `DataField`s gives Paimon types Arrow cannot express (CHAR(n), VARCHAR(n)).
         """
@@ -252,12 +252,14 @@ class Catalog:
         fields, _ = assign_field_ids(fields)
         opts = {str(k): str(v).lower() if isinstance(v, bool) else str(v)
                 for k, v in (options or {}).items()}
-        if "bucket" not in opts and primary_keys:
+        if ("bucket" not in opts and primary_keys
+                and not set(partition_keys or []) <= set(primary_keys)):
             raise InvalidOptionError(
-                f"table {ident}: table option 'bucket' is not set. Paimon's default is dynamic "
-                "bucket (bucket=-1), which lakeformat reads and compacts but does not write yet; "
-                "set bucket=N for a fixed number of buckets (e.g. 4; CLI: -O bucket=4), or "
-                "bucket=-1 explicitly for a table other engines write")
+                f"table {ident}: table option 'bucket' is not set and the primary key leaves "
+                "out partition columns: Paimon's default would be dynamic bucket with "
+                "cross-partition upsert, which lakeformat reads and compacts but does not "
+                "write yet; set bucket=N for a fixed number of buckets (e.g. 4; CLI: -O "
+                "bucket=4), or bucket=-1 explicitly for a table other engines write")
         check_option_names(str(ident), opts, [f.name for f in fields])
         table_schema = new_schema(0, fields, list(partition_keys or []), list(primary_keys or []),
                                   opts, comment)

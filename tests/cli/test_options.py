@@ -61,7 +61,9 @@ def test_table_option_typo_warns_and_a_missing_bucket_is_refused(tmp_path):
     wh = ["--warehouse", str(tmp_path / "wh")]
     lakeformat(*wh, "create-database", "db").ok()
     columns = ["--columns", "id BIGINT NOT NULL, name STRING", "--primary-key", "id"]
-    no_bucket = lakeformat(*wh, "create-table", "db.a", *columns)
+    no_bucket = lakeformat(*wh, "create-table", "db.a", "--columns",
+                           "dt STRING, id BIGINT NOT NULL, name STRING", "--primary-key", "id",
+                           "--partition-key", "dt")  # dynamic bucket, cross-partition
     assert_one_line_error(no_bucket, 2, "'bucket' is not set", "-O bucket=4")
     typo = lakeformat(*wh, "create-table", "db.b", *columns, "-O", "bucket=1",
                       "-O", "merge-engin=first-row").ok()

@@ -60,9 +60,10 @@ def plant(t: lf.Table) -> tuple[set[str], set[str]]:
                j(t.path, "manifest", f"manifest-list-{uuid.uuid4()}-0"),
                j(t.path, "statistics", f"stats-{uuid.uuid4()}-0"),
                j(t.path, "snapshot", f".snapshot-4.{uuid.uuid4().hex}.tmp"),
-               j(t.path, "tag", f".tag-x.{uuid.uuid4().hex}.tmp")}
+               j(t.path, "tag", f".tag-x.{uuid.uuid4().hex}.tmp"),
+               j(t.path, "index", "index-orphan")}  # no index manifest lists it
     never = {j(t.path, "schema", f".schema-1.{uuid.uuid4().hex}.tmp"),
-             j(t.path, "consumer", "consumer-junk.tmp"), j(t.path, "index", "index-orphan"),
+             j(t.path, "consumer", "consumer-junk.tmp"),
              j(t.path, "changelog", "junk"), j(t.path, "random", "file.txt"),
              j(t.path, "dt=2024-01-01", "not-a-bucket", "x.parquet"),
              j(t.path, "dt=2024-01-01", "bucket-0", "nested", "x.parquet")}
@@ -102,7 +103,7 @@ def test_only_old_unreferenced_files_go_by_mtime(local_catalog):
     res = t.remove_orphan_files()
     assert res.deleted == plan.deleted  # same files, same order
     assert (res.data_files_deleted, res.changelog_files_deleted, res.manifest_files_deleted,
-            res.other_files_deleted) == (1, 1, 2, 3)
+            res.other_files_deleted) == (1, 1, 2, 4)
     assert res.bytes_deleted == 4 * len(orphans)
     assert (res.earliest_snapshot, res.latest_snapshot) == (1, 3)
     assert files(t) == all_files - orphans

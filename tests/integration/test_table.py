@@ -206,18 +206,23 @@ def test_unknown_things_raise_clear_errors(catalog):
     assert catalog.list_tables("db") == []
 
 
-def test_dynamic_bucket_write_is_refused(catalog):
-    t = catalog.create_table("db.dyn", SCHEMA, primary_keys=["dt", "id"],
+def test_cross_partition_dynamic_bucket_write_is_refused(catalog):
+    t = catalog.create_table("db.dyn", SCHEMA, primary_keys=["id"], partition_keys=["dt"],
                              options={"bucket": "-1"})
     with pytest.raises(lf.UnsupportedError, match="bucket=-1") as refused:
         t.write(rows("a", [1]))
-    assert "-O bucket=N" in str(refused.value) and "options={" not in str(refused.value)
+    assert "cross-partition" in str(refused.value) and t.snapshots() == []
 
 
-def test_create_table_without_bucket_is_refused_naming_the_option(catalog):
+def test_create_table_without_bucket(catalog):
+    """Paimon's default, dynamic bucket; refused where lakeformat could not write it."""
+    t = catalog.create_table("db.nobucket", SCHEMA, primary_keys=["dt", "id"])
+    assert "bucket" not in t.table_schema.options
+    t.write(rows("a", [1, 2]))
+    assert t.read().num_rows == 2 and {f["bucket"] for f in t.files()} == {0}
     with pytest.raises(lf.InvalidOptionError, match="'bucket' is not set.*bucket=N"):
-        catalog.create_table("db.nobucket", SCHEMA, primary_keys=["dt", "id"])
-    assert not catalog.table_exists("db.nobucket")
+        catalog.create_table("db.cross", SCHEMA, primary_keys=["id"], partition_keys=["dt"])
+    assert not catalog.table_exists("db.cross")
 
 
 def test_table_option_typo_warns_naming_the_likely_key(catalog):

@@ -1,5 +1,6 @@
 """`lakeformat_maintenance` over five tables of different kinds (primary-key tables with three
-merge engines, a bucket-unaware and a bucketed append table; one more the pattern leaves out):
+merge engines, one of them dynamic-bucket; a bucket-unaware and a bucketed append table; one
+more the pattern leaves out):
 each compacted to one sorted run per bucket, snapshots expired per the table's own policy,
 schema files nothing needs any more deleted; every retained snapshot still reads the same in
 lakeformat and in pypaimon 2.1.0 (run in the interop venv)."""
@@ -19,7 +20,9 @@ SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False),
                     pa.field("id", pa.int64(), nullable=False), ("v", pa.int64())])
 #: table -> (options, snapshots the policy keeps after maintenance)
 TABLES = {
-    "db.dedup": ({"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}, 1),
+    # a dynamic-bucket table (bucket=-1, Paimon's default), its index files maintained too
+    "db.dedup": ({"bucket": "-1", "dynamic-bucket.target-row-num": "3",
+                  "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}, 1),
     "db.partial": ({"merge-engine": "partial-update", "snapshot.num-retained.min": "2",
                     "snapshot.num-retained.max": "2"}, 2),
     "sales.agg": ({"merge-engine": "aggregation", "fields.v.aggregate-function": "sum",
@@ -100,6 +103,11 @@ def test_maintenance_dag(where, request, dags):
         # manifests still name the replaced files (DELETE entries), and their schema is kept
         # while any retained manifest names a file written with it (schema_retention.py)
         assert _schema_files(table) == [0, 2], name
+        if name == "db.dedup":  # the index files of the expired snapshots went with them
+            index_dir = table.file_io.join(table.path, "index")
+            left = table.file_io.list_status(index_dir)
+            buckets = {(f["partition"], f["bucket"]) for f in table.inspect.files().to_pylist()}
+            assert len(left) == len(buckets) > 1, (left, buckets)  # one HASH file per bucket
         for snap in snaps:
             got = table.read(snapshot_id=snap.id).sort_by(ORDER)
             assert got.select(SCHEMA.names).equals(expected[name].select(SCHEMA.names)), name

@@ -70,6 +70,8 @@ test-interop: $(INTEROP_VENV)/.installed
 bench: $(VENV)/.installed $(INTEROP_VENV)/.installed
 	$(VENV)/bin/python bench/write_read.py
 	$(VENV)/bin/python bench/compaction.py
+	$(VENV)/bin/python bench/append.py
+	$(VENV)/bin/python bench/dynamic_bucket.py
 	$(VENV)/bin/python bench/spark.py
 	$(VENV)/bin/python bench/airflow.py
 

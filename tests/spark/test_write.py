@@ -338,3 +338,15 @@ def test_append_tables_through_spark(spark: Any, local_catalog: lf.Catalog,
         for r in t.read().to_pylist():
             order.setdefault((r["dt"], r["id"]), []).append(int(r["msg"].split("-")[0]))
         assert all(v == sorted(v) for v in order.values())
+
+
+def test_dynamic_bucket_write_through_spark_is_refused(spark: Any,
+                                                       local_catalog: lf.Catalog) -> None:
+    t = local_catalog.create_table("db.dyn", pa.schema([pa.field("id", pa.int64(), False),
+                                                        ("v", pa.string())]),
+                                   primary_keys=["id"])  # Paimon's default: bucket=-1
+    with pytest.raises(lf.UnsupportedError, match="dynamic-bucket.*engine='local'"):
+        lfs.write(spark.createDataFrame([(1, "a")], "id long, v string"), t)
+    assert t.snapshots() == []
+    t.write(pa.table({"id": [1], "v": ["a"]}))  # the library writes it
+    assert t.read().to_pylist() == [{"id": 1, "v": "a"}]

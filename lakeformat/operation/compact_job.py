@@ -196,10 +196,18 @@ class CompactJob:
                      f"{'snapshot ' + ','.join(map(str, ids)) if ids else 'no snapshot'}")
         partitions: dict[str, CompactStats] = {}
         total = CompactStats()
+        seen: set[tuple[bytes, int]] = set()
         for o in committed:
+            stats = o.stats
+            key = (o.task.partition, o.task.bucket)
+            if key in seen:  # an append table's next group of the same bucket: count once
+                stats = dataclasses.replace(
+                    stats, buckets_compacted=0, sorted_runs_before=0,
+                    sorted_runs_after=stats.sorted_runs_after - stats.sorted_runs_before)
+            seen.add(key)
             name = partition_name(keys, o.task.partition_values)
-            partitions.setdefault(name, CompactStats()).add(o.stats)
-            total.add(o.stats)
+            partitions.setdefault(name, CompactStats()).add(stats)
+            total.add(stats)
         return CompactResult(self.table_name, self.full, snapshot_ids, partitions, total, failed,
                              round(time.monotonic() - start, 3), self.commit_user,
                              self.commit_identifier, self.earlier)

@@ -242,3 +242,16 @@ def test_expiry_orphans_and_tags_on_an_append_table(catalog):
     assert r.deleted == [junk]
     assert rows(t) == sorted([r for i in range(4) for r in batch(i).to_pylist()],
                              key=lambda r: (r["dt"], r["id"]))
+
+
+def test_two_groups_of_one_bucket_count_once_in_the_report(local_catalog):
+    t = local_catalog.create_table("db.g", LOGS, options={
+        "target-file-size": "4 kb", "source.split.open-file-cost": "1 b"})
+    for i in range(24):
+        t.write(pa.table({"dt": ["x"] * 30, "id": [i] * 30,
+                          "msg": [f"{i}-{k}-{'z' * 20}" for k in range(30)]}, schema=LOGS))
+    r = t.compact(full=True)
+    total = r.total
+    assert total.files_in == 24 and total.files_out >= 2  # several bins, one bucket
+    assert total.buckets_compacted == 1
+    assert total.sorted_runs_before == 24 and total.sorted_runs_after == len(live(t))

@@ -11,6 +11,7 @@ recorded when it was made, and on the bucketed table each key's rows come back i
 from __future__ import annotations
 
 import datetime as dt
+import os
 import tempfile
 from collections import Counter
 
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 import lakeformat as lf
 
+EXAMPLES = int(os.environ.get("APPEND_PROPERTY_EXAMPLES", "30"))  # raise for a deeper search
 DAYS = ["d1", "d2", "d3"]
 BASE = pa.schema([("dt", pa.string()), ("id", pa.int32()), ("v", pa.string())])
 
@@ -47,7 +49,7 @@ def key_orders(rows: list[dict]) -> dict[tuple, list[str]]:
     return out
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(bucketed=st.booleans(), target=st.sampled_from(["2 kb", "16 kb", "128 mb"]),
        min_files=st.integers(2, 5), history=steps)
 def test_random_append_histories_read_back_the_model(bucketed, target, min_files, history):

@@ -12,6 +12,7 @@ read when it was made.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import tempfile
 
 import numpy as np
@@ -24,6 +25,7 @@ from lakeformat.meta.bucket import hash_rows
 from lakeformat.meta.index_manifest import IndexManifestFile
 from lakeformat.schema.types import DataField, bigint
 
+EXAMPLES = int(os.environ.get("DYNAMIC_BUCKET_PROPERTY_EXAMPLES", "30"))  # deeper: raise
 DAYS = ["d1", "d2"]
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False),
                     pa.field("id", pa.int64(), nullable=False), ("v", pa.int64())])
@@ -39,7 +41,7 @@ steps = st.lists(st.one_of(
 ), min_size=2, max_size=12)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(target=st.integers(1, 6), assigners=st.integers(1, 3), history=steps)
 def test_random_dynamic_bucket_histories(target, assigners, history):
     with tempfile.TemporaryDirectory() as wh:

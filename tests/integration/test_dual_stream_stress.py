@@ -11,6 +11,7 @@ prints commits, compactions, renumbered writes and expired snapshots.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import time
 import traceback
 from typing import Any
@@ -24,7 +25,7 @@ import lakeformat as lf
 WRITERS = 4
 COMMITS = 10
 KEYS = 200
-RUNS = 5
+RUNS = int(os.environ.get("STRESS_RUNS", "2"))  # seeded runs; raise for a deeper search
 DEADLINE_S = 240
 
 

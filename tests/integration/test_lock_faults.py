@@ -23,7 +23,8 @@ import lakeformat as lf
 from tests.support.fault_proxy import FaultProxy
 
 ROOT = Path(__file__).resolve().parents[2]
-WRITERS, COMMITS = 4, 25
+WRITERS = 4
+COMMITS = int(os.environ.get("STRESS_COMMITS", "12"))  # per writer; raise for a longer run
 LOCKED = {"lock.enabled": "true", "lock.lease-duration": "5 s", "lock-check-max-sleep": "200 ms"}
 
 

@@ -342,8 +342,12 @@ class FileStoreCommit:
         live = self.index_file.read(current)
         if added and current != base:
             mine = {e.partition for e in added}
-            before = {e for e in self.index_file.read(base) if e.partition in mine}
-            now = {e for e in live if e.partition in mine}
+            try:
+                before = {(e.key, e.file_name) for e in self.index_file.read(base)
+                          if e.partition in mine}
+            except FileNotFoundError:  # expired since the plan: it cannot be compared
+                before = None
+            now = {(e.key, e.file_name) for e in live if e.partition in mine}
             if before != now:
                 raise CommitConflictError(
                     f"{self.table_path}: another commit changed the dynamic-bucket index of a "

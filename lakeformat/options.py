@@ -138,6 +138,19 @@ class CoreOptions:
         return n
 
     @property
+    def dynamic_bucket_target_row_num(self) -> int:
+        return self._int("dynamic-bucket.target-row-num", 2_000_000)
+
+    @property
+    def dynamic_bucket_max_buckets(self) -> int:
+        return self._int("dynamic-bucket.max-buckets", -1)
+
+    @property
+    def dynamic_bucket_initial_buckets(self) -> int:
+        """Assigners of a dynamic-bucket write (Java's assigner tasks); 1 when unset."""
+        return self._int("dynamic-bucket.initial-buckets", 1)
+
+    @property
     def split_open_file_cost(self) -> int:
         return self._size("source.split.open-file-cost", "4 mb")
 

@@ -37,9 +37,9 @@ class PartitionHashes:
 
 def options_of(opts: CoreOptions) -> tuple[int, int, int]:
     """(target rows per bucket, max buckets or -1, number of assigners), checked."""
-    target = opts._int("dynamic-bucket.target-row-num", 2_000_000)
-    max_buckets = opts._int("dynamic-bucket.max-buckets", -1)
-    assigners = opts._int("dynamic-bucket.initial-buckets", 1)
+    target = opts.dynamic_bucket_target_row_num
+    max_buckets = opts.dynamic_bucket_max_buckets
+    assigners = opts.dynamic_bucket_initial_buckets
     if target < 1:
         raise InvalidOptionError(f"dynamic-bucket.target-row-num must be > 0, got {target}")
     if max_buckets != -1 and not 1 <= max_buckets <= MAX_BUCKETS + 1:

@@ -100,9 +100,9 @@ class CoreOptions:
         if self.snapshot_expire_limit < 1:
             raise InvalidOptionError("option 'snapshot.expire.limit' must be at least 1, got "
                                      f"{self.snapshot_expire_limit}")
-        if self.file_format not in ("parquet", "orc"):
+        if self.file_format not in ("parquet", "orc", "avro"):
             raise UnsupportedError(f"option file.format={self.file_format!r} is not supported "
-                                   "(parquet, orc)")
+                                   "(parquet, orc, avro)")
 
     @property
     def bucket(self) -> int:
@@ -161,6 +161,16 @@ class CoreOptions:
     @property
     def file_suffix_include_compression(self) -> bool:
         return self._bool("file.suffix.include.compression", False)
+
+    @property
+    def deletion_vectors_enabled(self) -> bool:
+        return self._bool("deletion-vectors.enabled", False)
+
+    @property
+    def deletion_vectors_merge_on_read(self) -> bool:
+        """Batch reads of a deletion-vector table see level-0 files too (they skip them by
+        default: those rows become visible once compacted) [JAVA CoreOptions]."""
+        return self._bool("deletion-vectors.merge-on-read", False)
 
     @property
     def thin_mode(self) -> bool:

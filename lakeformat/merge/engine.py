@@ -30,8 +30,7 @@ from lakeformat.merge.sort import (
 from lakeformat.schema.table_schema import TableSchema
 
 # Options that change which rows a reader sees, and that lakeformat does not implement.
-_UNSUPPORTED_TRUE = ("deletion-vectors.enabled", "data-evolution.enabled",
-                     "sequence.snapshot-ordering")
+_UNSUPPORTED_TRUE = ("data-evolution.enabled", "sequence.snapshot-ordering")
 
 
 class MergeEngine:

@@ -164,9 +164,12 @@ class IndexManifestFile:
                                    f"entry says {entry.row_count} hashes of 4 bytes")
         return np.frombuffer(data, dtype=">i4").astype(np.int32)
 
+    def new_index_file_name(self) -> str:
+        return f"{INDEX_FILE_PREFIX}{self._uuid}-{next(self._index_counter)}"
+
     def write_hashes(self, partition: bytes, bucket: int, hashes: np.ndarray
                      ) -> IndexManifestEntry:
-        name = f"{INDEX_FILE_PREFIX}{self._uuid}-{next(self._index_counter)}"
+        name = self.new_index_file_name()
         data = np.asarray(hashes, dtype=np.int32).astype(">i4").tobytes()
         self.file_io.write_bytes(self.file_io.join(self.index_dir, name), data)
         return IndexManifestEntry(ADD, partition, bucket, HASH_INDEX, name, len(data),

@@ -105,7 +105,8 @@ class AppendRewrite:
             file_io, bucket_dir, schema, options, level=0,
             file_source=int(FileSource.COMPACT), row_group_bytes=max(1 << 20, memory_budget // 4))
 
-    def run(self, files: Sequence[DataFileMeta]) -> list[DataFileMeta]:
+    def run(self, files: Sequence[DataFileMeta], deleted_of=None) -> list[DataFileMeta]:
+        """`deleted_of`: data file name -> its deletion vector's positions, rows left out."""
         if not files:
             return []
         names = self.schema.field_names
@@ -126,7 +127,9 @@ class AppendRewrite:
         for meta in files:
             for piece in iter_data_file(self.file_io, self.path_of(meta), meta, self.schema,
                                         self.schema_manager, names, self.options.file_format,
-                                        self.piece_bytes):
+                                        self.piece_bytes,
+                                        deleted=deleted_of(meta.file_name) if deleted_of
+                                        else None):
                 held.append(piece)
                 size += piece.nbytes
                 if size >= self.piece_bytes:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 import time
 import uuid as uuidlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lakeformat import clock
@@ -41,6 +41,7 @@ from lakeformat.meta.data_file_meta import (
     ManifestEntry,
     ManifestFileMeta,
 )
+from lakeformat.meta.deletion_vector import check_deletions_seen, prune_deletion_vectors
 from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile, replace_entries
 from lakeformat.meta.manifest import ManifestFile, ManifestList
 from lakeformat.meta.manifest_merge import compact_fully, merge_manifests
@@ -157,7 +158,9 @@ class FileStoreCommit:
                sequence_base: SequenceBase | None = None,
                other_runs_after: int | None = NOT_WATCHED,
                index_added: Sequence[IndexManifestEntry] = (),
-               index_base: str | None = None) -> Snapshot | None:
+               index_base: str | None = None,
+               deletions_seen: Mapping[str, tuple[str, int] | None] | None = None
+               ) -> Snapshot | None:
         """Publish one snapshot. Returns None when there is nothing to commit (empty batch).
 
         With `overwrite_partitions` (or `overwrite_all`) every file live in those partitions at
@@ -174,6 +177,11 @@ class FileStoreCommit:
         from: if another commit changed the index of one of their partitions since, the
         commit is refused (CommitConflictError), as the assignment would be stale. An
         overwrite drops the index files of the partitions it replaces.
+
+        Deletion vectors of the data files a commit removes leave the index with them.
+        `deletions_seen` (a compaction's inputs -> the deletion vector it read, None for none):
+        if another commit changed one since, the commit is refused (CommitConflictError), as
+        the rewrite would bring deleted rows back.
         """
         overwrite = overwrite_all or overwrite_partitions is not None
         if overwrite:
@@ -181,7 +189,7 @@ class FileStoreCommit:
         base_entries = self._entries(messages)
         changelog = [ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f)
                      for m in messages for f in m.changelog_files]
-        if not base_entries and not changelog and not overwrite:
+        if not base_entries and not changelog and not overwrite and not index_added:
             return None
         start = time.monotonic()
         wait = self.options.commit_min_retry_wait
@@ -222,7 +230,8 @@ class FileStoreCommit:
             if not entries and not changelog and not index_added:
                 return None
             index_name = self._index_manifest(latest, index_added, index_base,
-                                              overwrite_partitions, overwrite_all)
+                                              overwrite_partitions, overwrite_all,
+                                              _removed_files(entries), deletions_seen)
             snap = self._try_commit(latest, entries, kind, changelog, index_manifest=index_name)
             if snap is not None:
                 self._clear_ambiguous()
@@ -332,14 +341,24 @@ class FileStoreCommit:
 
     def _index_manifest(self, latest: Snapshot | None, added: Sequence[IndexManifestEntry],
                         base: str | None, overwrite_partitions: Sequence[bytes] | None,
-                        overwrite_all: bool) -> str | None | object:
+                        overwrite_all: bool, removed: set[str] = frozenset(),  # type: ignore[assignment]
+                        deletions_seen: Mapping[str, tuple[str, int] | None] | None = None
+                        ) -> str | None | object:
         """The index manifest of the next snapshot: INHERIT (the latest's) when nothing
         changes the index, else a new one written here."""
         current = latest.index_manifest if latest else None
         dropping = overwrite_all or bool(overwrite_partitions)
-        if not added and not (dropping and current):
+        planned_dvs = any(v is not None for v in (deletions_seen or {}).values())
+        if not added and not planned_dvs and not (
+                current and (dropping or removed or deletions_seen)):
             return INHERIT
         live = self.index_file.read(current)
+        if deletions_seen:
+            check_deletions_seen(live, deletions_seen, self.table_path)
+        pruned = prune_deletion_vectors(live, removed, self.index_file)
+        if pruned is None and not added and not (dropping and current):
+            return INHERIT
+        live = live if pruned is None else pruned
         if added and current != base:
             mine = {e.partition for e in added}
             try:
@@ -566,6 +585,12 @@ def check_lsm_overlap(live: Sequence[ManifestEntry], entries: Sequence[ManifestE
                     f"LSM conflicts detected in {table_path}: bucket {bucket} level {level} "
                     f"files {a.file_name} and {b.file_name} overlap in key range; give up and "
                     "run the compaction again")
+
+
+def _removed_files(entries: Sequence[ManifestEntry]) -> set[str]:
+    """Data files a commit deletes and does not add back (an upgrade re-adds its file)."""
+    added = {e.file.file_name for e in entries if e.kind != DELETE}
+    return {e.file.file_name for e in entries if e.kind == DELETE} - added
 
 
 def snapshot_identity(snap: Snapshot | None) -> tuple | None:

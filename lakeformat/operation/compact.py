@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lakeformat.data.kv_file import verify_data_file
@@ -24,10 +24,12 @@ from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
 from lakeformat.merge import merge_engine
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import DataFileMeta, FileSource
+from lakeformat.meta.deletion_vector import DeletedRows, DeletionFile
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.append_compact import AppendRewrite, pick_bucketed, pick_unaware
 from lakeformat.operation.commit import CommitMessage
 from lakeformat.operation.compact_levels import (
+    CompactUnit,
     KeyComparator,
     Levels,
     UniversalCompaction,
@@ -63,6 +65,16 @@ class CompactTask:
     runs_before: int  # sorted runs of the bucket before
     runs_in_unit: int
     memory_budget: int
+    #: deletion vectors of `files` at plan time (data file name -> where it is)
+    deletion_files: dict[str, DeletionFile] = field(default_factory=dict, compare=False)
+
+    @property
+    def deletions_seen(self) -> dict[str, tuple[str, int] | None]:
+        """Each input file's deletion vector as planned (None: it had none): the commit checks
+        that no other commit changed one since."""
+        return {f.file_name: (self.deletion_files[f.file_name].identity
+                              if f.file_name in self.deletion_files else None)
+                for f in self.files}
 
 
 @dataclass
@@ -100,9 +112,11 @@ def plan_compaction(file_io: FileIO, table_path: str, schema: TableSchema,
         buckets.setdefault((e.partition, e.bucket), []).append(e)
         newest[e.partition] = max(newest.get(e.partition, 0), e.file.creation_time or 0)
     part_types = [f.type for f in schema.partition_fields()]
+    dvs = scan.deletion_files(latest) if buckets else {}
     if not schema.primary_keys:
-        return _plan_append(buckets, newest, part_types, opts, full, memory_budget,
-                            partition_idle_before)
+        tasks = _plan_append(buckets, newest, part_types, opts, full, memory_budget,
+                             partition_idle_before)
+        return [_with_deletions(t, dvs) for t in tasks]
     cmp = KeyComparator([f.type for f in schema.key_fields()])
     universal = None if full else UniversalCompaction(opts)
     changelog = opts.changelog_producer == "full-compaction"
@@ -113,7 +127,10 @@ def plan_compaction(file_io: FileIO, table_path: str, schema: TableSchema,
         files = [e.file for e in entries]
         levels = Levels(files, opts.num_levels, cmp)
         runs = levels.sorted_runs()
-        if full:
+        bucket_dvs = dvs.get((partition, bucket), {})
+        if opts.deletion_vectors_enabled or bucket_dvs:
+            unit = _pick_with_deletion_vectors(levels, full, bucket_dvs)
+        elif full:
             unit = pick_full_compaction(levels, opts.compaction_force_rewrite_all_files)
         else:
             unit = universal.pick(levels.num_levels, runs)  # type: ignore[union-attr]
@@ -125,12 +142,38 @@ def plan_compaction(file_io: FileIO, table_path: str, schema: TableSchema,
         names = {f.file_name for f in unit.files}
         in_unit = sum(1 for r in runs if any(f.file_name in names for f in r.files))
         drop = unit.output_level != 0 and unit.output_level >= levels.non_empty_highest_level()
-        tasks.append(CompactTask(
+        tasks.append(_with_deletions(CompactTask(
             partition, tuple(from_avro_bytes(partition, part_types)), bucket,
             entries[0].total_buckets, unit.files, unit.output_level, levels.max_level, drop,
             changelog and unit.output_level == levels.max_level, len(runs), in_unit,
-            memory_budget))
+            memory_budget), dvs))
     return tasks
+
+
+def _pick_with_deletion_vectors(levels: Levels, full: bool,
+                                dvs: dict[str, DeletionFile]) -> CompactUnit | None:
+    """A deletion-vector bucket is compacted whole into the top level, leaving no deletion
+    vector: when it has level-0 files (rows readers do not see yet), or, for a full compaction,
+    anything but one run at the top with no deletion vector. (Java compacts level 0 by lookup
+    into a middle level, leaving deletion vectors on older rows; the rows read are the same.)"""
+    files = [f for run in levels.sorted_runs() for f in run.files]
+    if not files:
+        return None
+    level_0 = any(f.level == 0 for f in files)
+    if not level_0 and not full:
+        return None
+    if not level_0 and not dvs and pick_full_compaction(levels) is None:
+        return None
+    return CompactUnit(levels.max_level, tuple(files))
+
+
+def _with_deletions(task: CompactTask, dvs: dict[tuple[bytes, int], dict[str, DeletionFile]]
+                    ) -> CompactTask:
+    bucket_dvs = dvs.get((task.partition, task.bucket))
+    if not bucket_dvs:
+        return task
+    return replace(task, deletion_files={f.file_name: bucket_dvs[f.file_name]
+                                         for f in task.files if f.file_name in bucket_dvs})
 
 
 def _plan_append(buckets: dict[tuple[bytes, int], list], newest: dict[bytes, int],
@@ -196,7 +239,8 @@ class CompactTaskExecutor:
             lambda meta: self.paths.data_file(task.partition_values, task.bucket, meta),
             task.memory_budget)
         try:
-            after = rewrite.run(task.files)
+            after = rewrite.run(task.files, DeletedRows(self.file_io, task.deletion_files)
+                                if task.deletion_files else None)
         except BaseException:
             rewrite.abort()
             raise
@@ -222,7 +266,9 @@ class _BucketCompaction:
         self.reader = MergeTreeReader(
             ex.file_io, ex.schema, ex.schema_manager,
             lambda meta: ex.paths.data_file(task.partition_values, task.bucket, meta),
-            ex.options.file_format, task.memory_budget)
+            ex.options.file_format, task.memory_budget,
+            deleted_of=DeletedRows(ex.file_io, task.deletion_files)
+            if task.deletion_files else None)
         self.before: list[DataFileMeta] = []
         self.after: list[DataFileMeta] = []
         self.changelog: list[DataFileMeta] = []
@@ -237,7 +283,8 @@ class _BucketCompaction:
                 candidate.append(section)
                 continue
             for f in section[0]:
-                if f.file_size < min_size:
+                # a file with deleted rows is rewritten without them, never just moved up
+                if f.file_size < min_size or f.file_name in task.deletion_files:
                     candidate.append([[f]])
                 else:
                     self._rewrite(candidate)
@@ -249,7 +296,8 @@ class _BucketCompaction:
     def _rewrite(self, candidate: list[list[list[DataFileMeta]]]) -> None:
         if not candidate:
             return
-        if len(candidate) == 1 and len(candidate[0]) == 1:
+        if len(candidate) == 1 and len(candidate[0]) == 1 and not any(
+                f.file_name in self.task.deletion_files for f in candidate[0][0]):
             for f in candidate[0][0]:
                 self._upgrade(f)
             return

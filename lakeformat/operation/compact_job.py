@@ -133,7 +133,12 @@ class CompactJob:
             return [], []
         since = self.committer.snapshots.latest_snapshot_id()
         try:
-            snap = self.committer.commit([o.message for o in outcomes], kind="COMPACT")
+            seen = {f: dv for o in outcomes for f, dv in o.task.deletions_seen.items()}
+            snap = self.committer.commit([o.message for o in outcomes], kind="COMPACT",
+                                         deletions_seen=seen if any(
+                                             o.task.deletion_files for o in outcomes)
+                                         or self.committer.options.deletion_vectors_enabled
+                                         else None)
             return outcomes, ([snap.id] if snap is not None else [])
         except CommitConflictError as e:
             self.committer.raise_if_ambiguous(e, "compaction")

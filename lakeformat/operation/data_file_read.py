@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from lakeformat.data.kv_file import iter_kv_file, read_kv_file
+from lakeformat.errors import CorruptFileError
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.schema.checked_casts import ValueCastError
 from lakeformat.schema.projection import FieldIdProjection
@@ -65,10 +67,38 @@ def _projected(table: pa.Table, projection: FieldIdProjection, schema: TableSche
 
 def iter_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: TableSchema,
                    schema_manager: SchemaManager, columns: Sequence[str],
-                   default_format: str = "parquet", batch_bytes: int = 64 << 20
-                   ) -> Iterator[pa.Table]:
+                   default_format: str = "parquet", batch_bytes: int = 64 << 20,
+                   deleted: np.ndarray | None = None) -> Iterator[pa.Table]:
     """`read_data_file` in key-ordered pieces of about `batch_bytes` each (compaction reads
-    sorted runs this way, so a large file never has to fit in memory)."""
+    sorted runs this way, so a large file never has to fit in memory). `deleted`: the file's
+    deletion vector (sorted row positions), whose rows are left out."""
+    pieces = _iter_data_file(file_io, path, meta, schema, schema_manager, columns,
+                             default_format, batch_bytes)
+    if deleted is None or not len(deleted):
+        yield from pieces
+        return
+    if int(deleted[-1]) >= meta.row_count:
+        raise CorruptFileError(f"the deletion vector of {path} deletes row {int(deleted[-1])}; "
+                               f"the file holds {meta.row_count} rows")
+    start = 0
+    for piece in pieces:
+        end = start + piece.num_rows
+        lo, hi = np.searchsorted(deleted, [start, end])
+        if hi > lo:
+            keep = np.ones(piece.num_rows, dtype=bool)
+            keep[deleted[lo:hi].astype(np.int64) - start] = False
+            piece = piece.filter(pa.array(keep))
+        start = end
+        if piece.num_rows:
+            yield piece
+    if start != meta.row_count:
+        raise CorruptFileError(f"data file {meta.file_name} holds {start} rows but its manifest "
+                               f"entry says {meta.row_count}")
+
+
+def _iter_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: TableSchema,
+                    schema_manager: SchemaManager, columns: Sequence[str],
+                    default_format: str, batch_bytes: int) -> Iterator[pa.Table]:
     fmt = format_of(meta.file_name, default_format)
     names = [SEQUENCE_NUMBER, VALUE_KIND, *columns]
     file_schema = schema if meta.schema_id == schema.id else schema_manager.schema(meta.schema_id)

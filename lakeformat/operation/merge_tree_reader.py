@@ -87,7 +87,8 @@ class _RunReader:
             piece = next(self._iter, None)
             if piece is None:
                 meta = self._current
-                if meta is not None and self._rows != meta.row_count:
+                if meta is not None and self._rows != meta.row_count and not getattr(
+                        self._open, "counts_rows", False):
                     raise CorruptFileError(f"data file {meta.file_name} holds {self._rows} rows "
                                            f"but its manifest entry says {meta.row_count}")
                 self._iter = None
@@ -106,9 +107,13 @@ class MergeTreeReader:
 
     def __init__(self, file_io: FileIO, schema: TableSchema, schema_manager: SchemaManager,
                  path_of, default_format: str, memory_budget: int,
-                 columns: Sequence[str] | None = None):
+                 columns: Sequence[str] | None = None, deleted_of=None):
         """`columns`: the table columns to read and merge (every column by default; a read
-        passes its merge engine's `required_columns` of what it returns)."""
+        passes its merge engine's `required_columns` of what it returns). `deleted_of`: data
+        file name -> its deletion vector's positions (None: no deletion vectors)."""
+        self.deleted_of = deleted_of
+        if deleted_of is not None:  # rows are counted by the file read, before deletions
+            self._open = self._open_with_deletions  # type: ignore[method-assign]
         self.file_io = file_io
         self.schema = schema
         self.schema_manager = schema_manager
@@ -124,6 +129,13 @@ class MergeTreeReader:
         return iter_data_file(self.file_io, self.path_of(meta), meta, self.schema,
                               self.schema_manager, self.columns, self.default_format,
                               batch_bytes=piece_bytes)
+
+    def _open_with_deletions(self, meta: DataFileMeta, piece_bytes: int) -> Iterator[pa.Table]:
+        return iter_data_file(self.file_io, self.path_of(meta), meta, self.schema,
+                              self.schema_manager, self.columns, self.default_format,
+                              batch_bytes=piece_bytes, deleted=self.deleted_of(meta.file_name))
+
+    _open_with_deletions.counts_rows = True  # type: ignore[attr-defined]
 
     def merge_section(self, runs: Sequence[Sequence[DataFileMeta]], drop_delete: bool,
                       changelog_level: int | None = None) -> Iterator[MergedSlice]:

@@ -19,7 +19,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from lakeformat.data.kv_file import null_in_not_null_column
 from lakeformat.errors import ColumnNotFoundError
 from lakeformat.merge import merge_engine
+from lakeformat.meta.deletion_vector import DeletedRows
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.compact_levels import KeyComparator, interval_partition
 from lakeformat.operation.data_file_read import iter_data_file
@@ -91,6 +92,10 @@ class TableRead:
         output = arrow_schema([self.schema.field(c) for c in wanted], with_id=False)
         scan = FileStoreScan(self.file_io, self.table_path, self.schema)
         splits = scan.splits(snapshot, partition_predicate(filter, self.schema.partition_keys))
+        if self.schema.primary_keys and self.options.deletion_vectors_enabled \
+                and not self.options.deletion_vectors_merge_on_read:
+            splits = [_without_level_0(s) for s in splits]
+            splits = [s for s in splits if s.files]
         not_null = tuple(c for c in read_cols if not self.schema.field(c).type.nullable)
         return ReadPlan(splits, read_cols, output, to_expression(filter), not_null)
 
@@ -134,7 +139,9 @@ class TableRead:
         reader = MergeTreeReader(
             self.file_io, self.schema, self.schema_manager,
             lambda meta: self.paths.data_file(split.partition_values, split.bucket, meta),
-            self.options.file_format, memory_budget, columns=plan.read_columns)
+            self.options.file_format, memory_budget, columns=plan.read_columns,
+            deleted_of=DeletedRows(self.file_io, split.deletion_files)
+            if split.deletion_files else None)
         wanted = plan.output.names
         for section in interval_partition(split.files, self.cmp):
             for piece in reader.merge_section(section, drop_delete=True):
@@ -156,14 +163,23 @@ class TableRead:
         if self.options.bucket != -1:
             files.sort(key=lambda f: f.min_sequence_number)
         wanted = plan.output.names
+        deleted = DeletedRows(self.file_io, split.deletion_files)
         for meta in files:
             path = self.paths.data_file(split.partition_values, split.bucket, meta)
             for rows in iter_data_file(self.file_io, path, meta, self.schema,
                                        self.schema_manager, plan.read_columns,
-                                       self.options.file_format, max(1 << 20, memory_budget // 4)):
+                                       self.options.file_format, max(1 << 20, memory_budget // 4),
+                                       deleted=deleted(meta.file_name)):
                 if plan.predicate is not None:
                     rows = rows.filter(plan.predicate)
                 yield rows.select(wanted).cast(plan.output)
+
+
+def _without_level_0(split: Split) -> Split:
+    """A deletion-vector table's batch read sees compacted files only: level-0 rows become
+    visible once a compaction moves them up, leaving deletion vectors on the older rows
+    (`deletion-vectors.merge-on-read` reads them too) [JAVA CoreOptions.batchScanSkipLevel0]."""
+    return replace(split, files=tuple(f for f in split.files if f.level > 0))
 
 
 # -- streaming: slices handed over as the buckets produce them ------------------------------------

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lakeformat.meta.binary_row import from_avro_bytes
+from lakeformat.meta.deletion_vector import DeletionFile, deletion_files
 from lakeformat.meta.data_file_meta import (
     DataFileMeta,
     ManifestEntry,
     ManifestFileMeta,
     merge_entries,
 )
+from lakeformat.meta.index_manifest import IndexManifestFile
 from lakeformat.meta.manifest import ManifestFile, ManifestList
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.schema.table_schema import TableSchema
@@ -31,6 +33,8 @@ class Split:
     bucket: int
     total_buckets: int
     files: tuple[DataFileMeta, ...]
+    #: data file name -> its deletion vector, for the files that have one
+    deletion_files: dict[str, DeletionFile] = field(default_factory=dict, compare=False)
 
     @property
     def row_count(self) -> int:
@@ -49,6 +53,7 @@ class FileStoreScan:
         self.partition_types = [f.type for f in schema.partition_fields()]
         self.manifest_list = ManifestList(file_io, table_path, schema.options)
         self.manifest_file = ManifestFile(file_io, table_path, self.partition_types, schema.options)
+        self.index_file = IndexManifestFile(file_io, table_path, schema.options)
 
     def read_list(self, file_name: str) -> list[ManifestFileMeta]:
         return self.manifest_list.read(file_name)
@@ -116,9 +121,20 @@ class FileStoreScan:
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
         for e in self.live_entries(snapshot, partition_filter):
             groups.setdefault((e.partition, e.bucket), []).append(e)
+        dvs = self.deletion_files(snapshot) if groups else {}
         out = []
         for (partition, bucket), entries in sorted(groups.items(), key=lambda kv: kv[0]):
             values = tuple(from_avro_bytes(partition, self.partition_types))
-            out.append(Split(partition, values, bucket, entries[0].total_buckets,
-                             tuple(e.file for e in entries)))
+            files = tuple(e.file for e in entries)
+            bucket_dvs = dvs.get((partition, bucket), {})
+            out.append(Split(partition, values, bucket, entries[0].total_buckets, files,
+                             {f.file_name: bucket_dvs[f.file_name] for f in files
+                              if f.file_name in bucket_dvs}))
         return out
+
+    def deletion_files(self, snapshot: Snapshot | None
+                       ) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+        """Per (partition, bucket), the deletion vectors of a snapshot's data files."""
+        if snapshot is None or not snapshot.index_manifest:
+            return {}
+        return deletion_files(self.index_file, self.index_file.read(snapshot.index_manifest))

@@ -102,6 +102,14 @@ REFUSALS: tuple[Refusal, ...] = (
             "only Parquet and ORC data files are written",
             lambda s, o: None if o.file_format in ("parquet", "orc")
             else f"file.format={o.file_format}"),
+    Refusal("deletion-vectors.enabled", "true, with a primary key", (WRITE,),
+            "Java's writers compact level 0 by lookup on every commit, leaving deletion "
+            "vectors on older rows; lakeformat's writers do not (reads and compaction work)",
+            lambda s, o: "deletion-vectors.enabled=true"
+            if s.primary_keys and o.deletion_vectors_enabled else None),
+    Refusal("deletion-vectors.bitmap64", "true", (WRITE, COMPACT),
+            "only 32-bit deletion vectors are read and written",
+            _is_true("deletion-vectors.bitmap64")),
     Refusal("write.sequence-number-init-mode", "anything but scan", (WRITE,),
             "sequence numbers are taken from the latest snapshot",
             _option("write.sequence-number-init-mode", lambda v: v.lower() != "scan", "scan")),

@@ -75,7 +75,7 @@ def test_vectorized_merge_equals_model(engine, records):
 
 @pytest.mark.parametrize("options,error,match", [
     ({"merge-engine": "no-such-engine"}, UnsupportedError, "merge-engine"),
-    ({"deletion-vectors.enabled": "true"}, UnsupportedError, "deletion-vectors.enabled"),
+    ({"data-evolution.enabled": "true"}, UnsupportedError, "data-evolution.enabled"),
     ({"sequence.field": "zzz"}, InvalidOptionError, "zzz"),
     ({"sequence.field": "b", "merge-engine": "first-row"}, InvalidOptionError, "first-row"),
     ({"sequence.field": "b,b"}, InvalidOptionError, "twice"),

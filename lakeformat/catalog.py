@@ -14,7 +14,6 @@ from lakeformat.errors import (
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
     InvalidIdentifierError,
-    InvalidOptionError,
     TableAlreadyExistsError,
     TableNotFoundError,
 )
@@ -252,14 +251,6 @@ class Catalog:
         fields, _ = assign_field_ids(fields)
         opts = {str(k): str(v).lower() if isinstance(v, bool) else str(v)
                 for k, v in (options or {}).items()}
-        if ("bucket" not in opts and primary_keys
-                and not set(partition_keys or []) <= set(primary_keys)):
-            raise InvalidOptionError(
-                f"table {ident}: table option 'bucket' is not set and the primary key leaves "
-                "out partition columns: Paimon's default would be dynamic bucket with "
-                "cross-partition upsert, which lakeformat reads and compacts but does not "
-                "write yet; set bucket=N for a fixed number of buckets (e.g. 4; CLI: -O "
-                "bucket=4), or bucket=-1 explicitly for a table other engines write")
         check_option_names(str(ident), opts, [f.name for f in fields])
         table_schema = new_schema(0, fields, list(partition_keys or []), list(primary_keys or []),
                                   opts, comment)

@@ -173,6 +173,24 @@ class CoreOptions:
         return self._bool("deletion-vectors.merge-on-read", False)
 
     @property
+    def lookup_merge(self) -> bool:
+        """A key merges its level-0 records with only its newest record above level 0: tables
+        whose writers look keys up (lookup changelog, deletion vectors, `force-lookup`); first
+        row has its own rule [JAVA CoreOptions.needLookup, LookupMergeFunction.wrap]."""
+        lookup = (self.changelog_producer == "lookup" or self.deletion_vectors_enabled
+                  or self._bool("force-lookup", False))
+        return lookup and self.merge_engine != "first-row"
+
+    @property
+    def changelog_row_deduplicate(self) -> bool:
+        return self._bool("changelog-producer.row-deduplicate", False)
+
+    @property
+    def changelog_row_deduplicate_ignore_fields(self) -> list[str]:
+        raw = self.get("changelog-producer.row-deduplicate-ignore-fields") or ""
+        return [f.strip() for f in raw.split(",") if f.strip()]
+
+    @property
     def thin_mode(self) -> bool:
         return self._bool("data-file.thin-mode", False)
 

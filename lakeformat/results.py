@@ -32,6 +32,9 @@ class CommitResult:
     #: partitions, whose rows it does not read), and the partitions it dropped (path text)
     rows_deleted: int | None = None
     partitions_dropped: tuple[str, ...] = ()
+    #: a lookup table's write compacts what it wrote before it returns (Java's
+    #: `changelog-producer.lookup-wait`): the COMPACT snapshots that made
+    compaction_snapshot_ids: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -1,4 +1,5 @@
-"""Parquet and ORC specifics of data files: physical schemas, codecs, in-memory file sinks.
+"""Parquet and ORC specifics of data files: physical schemas, codecs, in-memory file sinks
+(Avro's are in `avro_format`).
 
 The physical types follow what Java Paimon writes [JAVA ParquetSchemaConverter, OrcTypeUtil], so
 files we write look like Java's to every reader; pyarrow options that only newer versions have
@@ -36,7 +37,7 @@ __all__ = [
     "physical_fields",
 ]
 
-SUPPORTED_WRITE_FORMATS = ("parquet", "orc")
+SUPPORTED_WRITE_FORMATS = ("parquet", "orc", "avro")
 
 #: Java's ``SpecialFields.STRUCTURED_TYPE_FIELD_ID_BASE`` and depth limit for ids of list
 #: elements and map keys/values.

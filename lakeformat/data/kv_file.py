@@ -11,6 +11,7 @@ new file once the bytes actually written reach ``target-file-size`` and returns 
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -22,6 +23,13 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
 from lakeformat import clock
+from lakeformat.data.avro_format import (
+    AvroFileWriter,
+    avro_codec,
+    avro_row_count,
+    iter_avro,
+    writer_schema_json,
+)
 from lakeformat.data.formats import (
     SUPPORTED_WRITE_FORMATS,
     compression_extension,
@@ -50,7 +58,7 @@ from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, TableSchema
-from lakeformat.schema.types import to_arrow
+from lakeformat.schema.types import bigint, tinyint, to_arrow
 
 __all__ = ["KeyValueFileWriter", "iter_kv_file", "read_kv_file", "verify_data_file"]
 
@@ -122,8 +130,10 @@ class KeyValueFileWriter:
         self._key_names = list(schema.trimmed_primary_keys)
         self._key_fields = schema.key_fields()
         self._key_types = [f.type for f in self._key_fields]
-        self._key_modes = key_stats_modes(schema, options, level)
-        self._value_modes = value_stats_modes(schema, options, level)
+        # Java collects Avro stats row by row, with its own modes for key-value files
+        avro_kv = fmt == "avro" and not self._append
+        self._key_modes = key_stats_modes(schema, options, level, avro_kv)
+        self._value_modes = value_stats_modes(schema, options, level, avro_kv)
         self._dense = options.stats_dense_store
         self._target = max(1, options.target_file_size_of(bool(schema.primary_keys)))
         # Java (2.1+) also rolls on a row count, for files written by writers, not compaction
@@ -140,6 +150,9 @@ class KeyValueFileWriter:
         if fmt == "parquet":
             self._pq_options = parquet_write_options(self._fields, comp, options.zstd_level)
             self._pq_options["use_dictionary"] = self._dictionary_columns()
+        elif fmt == "avro":
+            self._avro_codec = avro_codec(comp, options.zstd_level, options.get("avro.codec"))
+            writer_schema_json(self._fields)  # refuses a type Avro files cannot hold
         else:
             self._orc_schema = orc_write_schema(self._fields)
             self._orc_codec = orc_compression(comp)
@@ -163,6 +176,12 @@ class KeyValueFileWriter:
     def file_format(self) -> str:
         return self._format
 
+    def _open_writer(self, sink: pa.BufferOutputStream) -> Any:
+        """A writer of row groups (Parquet) or blocks (Avro) into ``sink``."""
+        if self._format == "avro":
+            return AvroFileWriter(sink, self._fields, *self._avro_codec)
+        return pq.ParquetWriter(sink, self._arrow_schema, **self._pq_options)
+
     def new_file_name(self) -> str:
         name = f"{self._prefix}{self._uuid}-{self._counter}{self._ext}"
         self._counter += 1
@@ -174,7 +193,7 @@ class KeyValueFileWriter:
         if kv.num_rows == 0:
             return []
         phys = self._physical_table(kv)
-        chunks = self._parquet_files(phys) if self._format == "parquet" else self._orc_files(phys)
+        chunks = self._orc_files(phys) if self._format == "orc" else self._parquet_files(phys)
         metas: list[DataFileMeta] = []
         for start, stop, data in chunks:
             name = self.new_file_name()
@@ -220,7 +239,7 @@ class KeyValueFileWriter:
         return phys.drop_columns([SEQUENCE_NUMBER, VALUE_KIND]) if self._append else phys
 
     def _parquet_files(self, phys: pa.Table) -> Iterator[tuple[int, int, bytes]]:
-        """Row groups into an in-memory sink until its real size reaches the target.
+        """Row groups (Avro: blocks) into an in-memory sink until its real size reaches the target.
 
         Each row group is sized from the on-disk bytes per row seen so far (Arrow bytes before
         anything was written), aiming a little past the target so a file usually is one or two
@@ -233,7 +252,7 @@ class KeyValueFileWriter:
         while pos < n:
             start = pos
             sink = pa.BufferOutputStream()
-            writer = pq.ParquetWriter(sink, self._arrow_schema, **self._pq_options)
+            writer = self._open_writer(sink)
             try:
                 while pos < n:
                     per_row = self._disk_per_row or mem_per_row
@@ -320,13 +339,9 @@ def read_kv_file(file_io: Any, path: str, file_format: str, columns: Sequence[st
     ``append``: a file of an append table (``expect`` required), whose sequence numbers are
     its entry's range in row order.
     """
-    fmt = file_format.lower()
-    if fmt not in ("parquet", "orc"):
-        raise UnsupportedError(
-            f"cannot read data file {path}: file format {file_format!r} is not supported "
-            "(parquet, orc)")
+    fmt = _readable(path, file_format)
     try:
-        table = _read_raw(file_io, path, fmt, columns, expect, append)
+        table = _read_raw(file_io, path, fmt, columns, expect, append, schema)
         if expect is not None:
             check_row_count(path, table.num_rows, expect)
         if append:
@@ -348,11 +363,7 @@ def iter_kv_file(file_io: Any, path: str, file_format: str,
     Parquet is read a few thousand rows at a time through a small read buffer, so memory stays
     near ``batch_bytes`` whatever the size of the file's row groups.
     """
-    fmt = file_format.lower()
-    if fmt not in ("parquet", "orc"):
-        raise UnsupportedError(
-            f"cannot read data file {path}: file format {file_format!r} is not supported "
-            "(parquet, orc)")
+    fmt = _readable(path, file_format)
     source = None
     first = _first_sequence(path, expect) if append else 0
     try:
@@ -365,6 +376,15 @@ def iter_kv_file(file_io: Any, path: str, file_format: str,
             pieces = (pa.Table.from_batches([b]) for b in
                       pf.iter_batches(batch_size=_read_step(batch_bytes, pf.metadata),
                                       columns=want, use_threads=False))
+        elif fmt == "avro":
+            chosen: list[list[str]] = []
+
+            def choose(names: list[str]) -> list[str]:
+                chosen.append(_wanted(names, columns, path, append))
+                return chosen[0]
+            pieces = iter_avro(source, path, choose, _avro_types(schema), batch_bytes)
+            pieces = itertools.chain([next(pieces)], pieces)  # reads the header: sets `want`
+            want = chosen[0]
         else:
             of = orc.ORCFile(source)
             want = _wanted(of.schema.names, columns, path, append)
@@ -458,8 +478,25 @@ def _wanted(names: list[str], columns: Sequence[str] | None, path: str,
     return [SEQUENCE_NUMBER, VALUE_KIND, *values]
 
 
+def _readable(path: str, file_format: str) -> str:
+    fmt = file_format.lower()
+    if fmt not in ("parquet", "orc", "avro"):
+        raise UnsupportedError(f"cannot read data file {path}: file format {file_format!r} is "
+                               "not supported (parquet, orc, avro)")
+    return fmt
+
+
+def _avro_types(schema: TableSchema | None) -> dict[str, Any] | None:
+    """Paimon types of an Avro file's columns (Avro files carry no Paimon types of their own)."""
+    if schema is None:
+        return None
+    return {SEQUENCE_NUMBER: bigint(False), VALUE_KIND: tinyint(False),
+            **{f.name: f.type for f in schema.fields}}
+
+
 def _read_raw(file_io: Any, path: str, fmt: str, columns: Sequence[str] | None,
-              expect: DataFileMeta | None = None, append: bool = False) -> pa.Table:
+              expect: DataFileMeta | None = None, append: bool = False,
+              schema: TableSchema | None = None) -> pa.Table:
     source = file_io.open_input(path)
     try:
         if expect is not None:
@@ -468,6 +505,10 @@ def _read_raw(file_io: Any, path: str, fmt: str, columns: Sequence[str] | None,
             pf = pq.ParquetFile(source)
             want = _wanted(pf.schema_arrow.names, columns, path, append)
             table = pf.read(columns=want, use_threads=True)
+        elif fmt == "avro":
+            return pa.concat_tables(iter_avro(
+                source, path, lambda names: _wanted(names, columns, path, append),
+                _avro_types(schema), 1 << 62))
         else:
             of = orc.ORCFile(source)
             want = _wanted(of.schema.names, columns, path, append)
@@ -503,15 +544,13 @@ def verify_data_file(file_io: Any, path: str, file_format: str, meta: DataFileMe
         check_file_size(path, size, meta)
         if fmt == "parquet":
             rows = _parquet_footer_rows(file_io, path, size)
-        elif fmt == "orc":
+        else:
+            fmt = _readable(path, file_format)
             source = file_io.open_input(path)
             try:
-                rows = orc.ORCFile(source).nrows
+                rows = orc.ORCFile(source).nrows if fmt == "orc" else avro_row_count(source, path)
             finally:
                 source.close()
-        else:
-            raise UnsupportedError(f"cannot check data file {path}: file format "
-                                   f"{file_format!r} is not supported (parquet, orc)")
         check_row_count(path, rows, meta)
     except LakeformatError:
         raise

@@ -15,7 +15,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.orc as orc
-import pyarrow.parquet as pq
 
 from lakeformat import clock
 from lakeformat.data.kv_file import (
@@ -107,13 +106,13 @@ class RollingKeyValueFileWriter(KeyValueFileWriter):
         while pos < n:
             f = self._open or self._new_file()
             per_row = self._disk_per_row or mem_per_row
-            written = f.sink.tell() if self._format == "parquet" else f.rows * per_row
+            written = f.rows * per_row if self._format == "orc" else f.sink.tell()
             left = max(0.0, self._target - written)
             rows = max(int(left * OVERSHOOT / per_row) + 1, MIN_CHUNK_ROWS)
             rows = min(rows, n - pos, self._max_rows - f.rows)
             part = table.slice(pos, rows)
             before = f.sink.tell()
-            if self._format == "parquet":
+            if self._format != "orc":  # Parquet row groups, Avro blocks
                 f.writer.write_table(self._file_part(part), row_group_size=rows)
                 self._disk_per_row = max(1.0, (f.sink.tell() - before) / rows)
             else:
@@ -121,7 +120,7 @@ class RollingKeyValueFileWriter(KeyValueFileWriter):
             self._observe(f, part)
             pos += rows
             full = f.rows >= self._max_rows
-            if self._format == "parquet":
+            if self._format != "orc":
                 full = full or f.sink.tell() >= self._target
             else:
                 full = full or f.rows * per_row >= self._target
@@ -130,8 +129,8 @@ class RollingKeyValueFileWriter(KeyValueFileWriter):
 
     def _new_file(self) -> _OpenFile:
         sink = pa.BufferOutputStream()
-        if self._format == "parquet":
-            writer: Any = pq.ParquetWriter(sink, self._arrow_schema, **self._pq_options)
+        if self._format != "orc":
+            writer: Any = self._open_writer(sink)
         else:
             writer = orc.ORCWriter(sink, compression=self._orc_codec)
         self._open = _OpenFile(

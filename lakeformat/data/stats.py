@@ -126,7 +126,7 @@ def _is_system(name: str) -> bool:
 
 def write_row_stats_modes(
     names: Sequence[str], options: CoreOptions, level: int = 0,
-    thin_key_names: Sequence[str] = (),
+    thin_key_names: Sequence[str] = (), avro: bool = False,
 ) -> list[str]:
     """Stats mode of every physical column of a file, following Java's rules in order.
 
@@ -135,6 +135,10 @@ def write_row_stats_modes(
        value columns named by ``thin_key_names`` (with the ``_KEY_`` prefix) get truncate(128);
     3. others get ``metadata.stats-mode`` (or its per-level override), or ``none`` once
        ``metadata.stats-keep-first-n-columns`` non-system columns have been counted.
+
+    ``avro``: a key-value file in Avro, whose stats Java collects row by row with rule 2 left
+    out, every column counted for rule 3 [JAVA KeyValueFileWriterFactory.statsProducer,
+    StatsCollectorFactories.createStatsFactoriesForAvro].
     """
     base = per_level(options, "metadata.stats-mode.per.level", level) or options.stats_mode
     base = normalize_mode(base)
@@ -147,6 +151,9 @@ def write_row_stats_modes(
         override = options.get(key)
         if override is not None:
             modes.append(normalize_mode(override, key))
+            counted += 1
+        elif avro:
+            modes.append("none" if 0 <= keep_first <= counted else base)
             counted += 1
         elif _is_system(name) or (KEY_PREFIX + name) in thin_keys:
             modes.append(SYSTEM_FIELD_MODE)
@@ -161,14 +168,17 @@ def _physical_names(schema: TableSchema, thin: bool) -> tuple[list[str], list[st
     return ([] if thin else keys) + [SEQUENCE_NUMBER, VALUE_KIND] + schema.field_names, keys
 
 
-def value_stats_modes(schema: TableSchema, options: CoreOptions, level: int = 0) -> list[str]:
+def value_stats_modes(schema: TableSchema, options: CoreOptions, level: int = 0,
+                      avro: bool = False) -> list[str]:
     """Mode per table column (schema order) for ``_VALUE_STATS`` of a key-value file."""
     names, keys = _physical_names(schema, options.thin_mode)
-    modes = write_row_stats_modes(names, options, level, keys if options.thin_mode else ())
+    modes = write_row_stats_modes(names, options, level, keys if options.thin_mode else (),
+                                  avro)
     return modes[len(names) - len(schema.fields):]
 
 
-def key_stats_modes(schema: TableSchema, options: CoreOptions, level: int = 0) -> list[str]:
+def key_stats_modes(schema: TableSchema, options: CoreOptions, level: int = 0,
+                    avro: bool = False) -> list[str]:
     """Mode per trimmed primary-key column for ``_KEY_STATS``.
 
     Normal files: the ``_KEY_<k>`` columns' modes (truncate(128) unless
@@ -177,7 +187,7 @@ def key_stats_modes(schema: TableSchema, options: CoreOptions, level: int = 0) -
     """
     thin = options.thin_mode
     names, keys = _physical_names(schema, thin)
-    modes = write_row_stats_modes(names, options, level, keys if thin else ())
+    modes = write_row_stats_modes(names, options, level, keys if thin else (), avro)
     if not thin:
         return modes[: len(keys)]
     by_name = dict(zip(names, modes, strict=True))

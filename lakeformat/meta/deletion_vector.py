@@ -180,7 +180,7 @@ def deserialize_vector(frame: bytes | memoryview, where: str, length: int | None
     return decode_bitmap(memoryview(data)[4:], where)
 
 
-# -- index files --------------------------------------------------------------------------------------
+# -- index files ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DeletionFile:
     """Where one data file's deletion vector sits (Java's `DeletionFile`)."""

@@ -355,10 +355,7 @@ class FileStoreCommit:
         live = self.index_file.read(current)
         if deletions_seen:
             check_deletions_seen(live, deletions_seen, self.table_path)
-        pruned = prune_deletion_vectors(live, removed, self.index_file)
-        if pruned is None and not added and not (dropping and current):
-            return INHERIT
-        live = live if pruned is None else pruned
+        changed = bool(added) or bool(dropping and current)
         if added and current != base:
             mine = {e.partition for e in added}
             try:
@@ -369,9 +366,14 @@ class FileStoreCommit:
             now = {(e.key, e.file_name) for e in live if e.partition in mine}
             if before != now:
                 raise CommitConflictError(
-                    f"{self.table_path}: another commit changed the dynamic-bucket index of a "
-                    "partition this write assigned buckets in; run the write again")
+                    f"{self.table_path}: another commit changed the index (dynamic-bucket "
+                    "assignments or deletion vectors) of a partition this commit changes it in; "
+                    "run it again")
         entries = replace_entries(live, added, overwrite_partitions or (), overwrite_all)
+        pruned = prune_deletion_vectors(entries, removed, self.index_file)
+        if pruned is None and not changed:
+            return INHERIT
+        entries = entries if pruned is None else pruned
         if not entries:
             return None
         return self.index_file.write(entries)

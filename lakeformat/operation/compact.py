@@ -19,24 +19,34 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from lakeformat.data.kv_file import verify_data_file
 from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
 from lakeformat.merge import merge_engine
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import DataFileMeta, FileSource
 from lakeformat.meta.deletion_vector import DeletedRows, DeletionFile
+from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.append_compact import AppendRewrite, pick_bucketed, pick_unaware
 from lakeformat.operation.commit import CommitMessage
 from lakeformat.operation.compact_levels import (
-    CompactUnit,
     KeyComparator,
     Levels,
     UniversalCompaction,
     interval_partition,
     pick_full_compaction,
 )
+from lakeformat.operation.compact_lookup import (
+    bucket_vectors,
+    lookup_runs,
+    merge_positions,
+    pick_lookup_unit,
+    runs_meeting,
+)
 from lakeformat.operation.data_file_read import format_of
+from lakeformat.operation.lookup_merge import dedup_columns
 from lakeformat.operation.merge_tree_reader import BUDGET_COPIES, MergeTreeReader
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.runner import Runner, captured, default_runner, split_failures
@@ -65,16 +75,21 @@ class CompactTask:
     runs_before: int  # sorted runs of the bucket before
     runs_in_unit: int
     memory_budget: int
-    #: deletion vectors of `files` at plan time (data file name -> where it is)
+    #: deletion vectors of `files` and `lookup_runs` at plan time (file name -> where it is)
     deletion_files: dict[str, DeletionFile] = field(default_factory=dict, compare=False)
+    #: a lookup table's files above `output_level`, one run per level (`compact_lookup`)
+    lookup_runs: tuple[tuple[DataFileMeta, ...], ...] = ()
+    lookup_changelog: bool = False  # changelog-producer=lookup
+    index_base: str | None = None  # the planned snapshot's index manifest
 
     @property
     def deletions_seen(self) -> dict[str, tuple[str, int] | None]:
-        """Each input file's deletion vector as planned (None: it had none): the commit checks
-        that no other commit changed one since."""
+        """The deletion vector of each file read as planned (None: it had none): the commit
+        checks that no other commit changed one since."""
+        files = [*self.files, *(f for run in self.lookup_runs for f in run)]
         return {f.file_name: (self.deletion_files[f.file_name].identity
                               if f.file_name in self.deletion_files else None)
-                for f in self.files}
+                for f in files}
 
 
 @dataclass
@@ -82,6 +97,8 @@ class CompactOutcome:
     task: CompactTask
     message: CommitMessage
     stats: CompactStats = field(default_factory=CompactStats)
+    #: the bucket's new deletion-vector index file, replacing its current ones
+    index: list[IndexManifestEntry] = field(default_factory=list)
 
 
 def check_compactable(schema: TableSchema, table_path: str) -> CoreOptions:
@@ -120,6 +137,8 @@ def plan_compaction(file_io: FileIO, table_path: str, schema: TableSchema,
     cmp = KeyComparator([f.type for f in schema.key_fields()])
     universal = None if full else UniversalCompaction(opts)
     changelog = opts.changelog_producer == "full-compaction"
+    lookup = opts.lookup_merge
+    index_base = latest.index_manifest if latest else None
     tasks = []
     for (partition, bucket), entries in sorted(buckets.items(), key=lambda kv: kv[0]):
         if partition_idle_before is not None and newest[partition] >= partition_idle_before:
@@ -128,43 +147,34 @@ def plan_compaction(file_io: FileIO, table_path: str, schema: TableSchema,
         levels = Levels(files, opts.num_levels, cmp)
         runs = levels.sorted_runs()
         bucket_dvs = dvs.get((partition, bucket), {})
-        if opts.deletion_vectors_enabled or bucket_dvs:
-            unit = _pick_with_deletion_vectors(levels, full, bucket_dvs)
+        if lookup or bucket_dvs:
+            unit = pick_lookup_unit(levels, full, universal,
+                                    opts.compaction_force_rewrite_all_files, bool(bucket_dvs))
         elif full:
             unit = pick_full_compaction(levels, opts.compaction_force_rewrite_all_files)
         else:
             unit = universal.pick(levels.num_levels, runs)  # type: ignore[union-attr]
-            if unit is not None and (not unit.files or (
-                    len(unit.files) == 1 and unit.files[0].level == unit.output_level)):
-                unit = None
+        if unit is not None and not full and (not unit.files or (
+                len(unit.files) == 1 and unit.files[0].level == unit.output_level
+                and unit.files[0].file_name not in bucket_dvs)):
+            unit = None
         if unit is None:
             continue
         names = {f.file_name for f in unit.files}
         in_unit = sum(1 for r in runs if any(f.file_name in names for f in r.files))
-        drop = unit.output_level != 0 and unit.output_level >= levels.non_empty_highest_level()
+        # a deletion-vector table drops retracts at any level above 0: the rows they retract
+        # get deletion vectors instead [JAVA MergeTreeCompactManager]
+        drop = unit.output_level != 0 and (
+            unit.output_level >= levels.non_empty_highest_level()
+            or opts.deletion_vectors_enabled)
+        above = lookup_runs(files, unit) if lookup else ()
         tasks.append(_with_deletions(CompactTask(
             partition, tuple(from_avro_bytes(partition, part_types)), bucket,
             entries[0].total_buckets, unit.files, unit.output_level, levels.max_level, drop,
             changelog and unit.output_level == levels.max_level, len(runs), in_unit,
-            memory_budget), dvs))
+            memory_budget, lookup_runs=above,
+            lookup_changelog=opts.changelog_producer == "lookup", index_base=index_base), dvs))
     return tasks
-
-
-def _pick_with_deletion_vectors(levels: Levels, full: bool,
-                                dvs: dict[str, DeletionFile]) -> CompactUnit | None:
-    """A deletion-vector bucket is compacted whole into the top level, leaving no deletion
-    vector: when it has level-0 files (rows readers do not see yet), or, for a full compaction,
-    anything but one run at the top with no deletion vector. (Java compacts level 0 by lookup
-    into a middle level, leaving deletion vectors on older rows; the rows read are the same.)"""
-    files = [f for run in levels.sorted_runs() for f in run.files]
-    if not files:
-        return None
-    level_0 = any(f.level == 0 for f in files)
-    if not level_0 and not full:
-        return None
-    if not level_0 and not dvs and pick_full_compaction(levels) is None:
-        return None
-    return CompactUnit(levels.max_level, tuple(files))
 
 
 def _with_deletions(task: CompactTask, dvs: dict[tuple[bytes, int], dict[str, DeletionFile]]
@@ -172,8 +182,9 @@ def _with_deletions(task: CompactTask, dvs: dict[tuple[bytes, int], dict[str, De
     bucket_dvs = dvs.get((task.partition, task.bucket))
     if not bucket_dvs:
         return task
+    files = [*task.files, *(f for run in task.lookup_runs for f in run)]
     return replace(task, deletion_files={f.file_name: bucket_dvs[f.file_name]
-                                         for f in task.files if f.file_name in bucket_dvs})
+                                         for f in files if f.file_name in bucket_dvs})
 
 
 def _plan_append(buckets: dict[tuple[bytes, int], list], newest: dict[bytes, int],
@@ -220,6 +231,9 @@ class CompactTaskExecutor:
             if raw.get(src):
                 changelog_opts[dst] = raw[src]
         self.changelog_options = CoreOptions(changelog_opts)
+        self.dedup_columns = dedup_columns(
+            schema.field_names, self.options.changelog_row_deduplicate_ignore_fields) \
+            if self.options.changelog_row_deduplicate else None
 
     def execute(self, task: CompactTask) -> CompactOutcome:
         if not self.schema.primary_keys:
@@ -268,7 +282,8 @@ class _BucketCompaction:
             lambda meta: ex.paths.data_file(task.partition_values, task.bucket, meta),
             ex.options.file_format, task.memory_budget,
             deleted_of=DeletedRows(ex.file_io, task.deletion_files)
-            if task.deletion_files else None)
+            if task.deletion_files else None, lookup=ex.options.lookup_merge)
+        self.replaced: dict[str, np.ndarray] = {}  # rows of files above the output, replaced
         self.before: list[DataFileMeta] = []
         self.after: list[DataFileMeta] = []
         self.changelog: list[DataFileMeta] = []
@@ -283,8 +298,10 @@ class _BucketCompaction:
                 candidate.append(section)
                 continue
             for f in section[0]:
-                # a file with deleted rows is rewritten without them, never just moved up
-                if f.file_size < min_size or f.file_name in task.deletion_files:
+                # a file with deleted rows is rewritten without them, never just moved up; a
+                # lookup table's level-0 file is rewritten through the lookup
+                if f.file_size < min_size or f.file_name in task.deletion_files or (
+                        self.reader.lookup and f.level == 0):
                     candidate.append([[f]])
                 else:
                     self._rewrite(candidate)
@@ -297,7 +314,8 @@ class _BucketCompaction:
         if not candidate:
             return
         if len(candidate) == 1 and len(candidate[0]) == 1 and not any(
-                f.file_name in self.task.deletion_files for f in candidate[0][0]):
+                f.file_name in self.task.deletion_files
+                or (self.reader.lookup and f.level == 0) for f in candidate[0][0]):
             for f in candidate[0][0]:
                 self._upgrade(f)
             return
@@ -335,14 +353,23 @@ class _BucketCompaction:
     def _rewrite_sections(self, sections: list[list[list[DataFileMeta]]]) -> None:
         task = self.task
         data = self._new_writer(False)
-        log = self._new_writer(True) if task.changelog else None
+        log = self._new_writer(True) if task.changelog or task.lookup_changelog else None
         level = task.max_level if task.changelog else None
         drop = task.drop_delete or task.changelog
+        dedup = self.ex.dedup_columns
         for section in sections:
-            for piece in self.reader.merge_section(section, drop, level):
-                data.append(piece.rows)
-                if log is not None and piece.changelog is not None:
+            above = runs_meeting(task.lookup_runs, section, self.ex.cmp) if any(
+                f.level == 0 for run in section for f in run) else []
+            for piece in self.reader.merge_section(section, drop, level, lookup_runs=above,
+                                                   lookup_changelog=task.lookup_changelog,
+                                                   dedup=dedup):
+                if piece.rows.num_rows:
+                    data.append(piece.rows)
+                if log is not None and piece.changelog is not None \
+                        and piece.changelog.num_rows:
                     log.append(piece.changelog)
+                if piece.replaced:
+                    merge_positions(self.replaced, piece.replaced)
         self.before += [f for s in sections for run in s for f in run]
         self.after += data.close()
         if log is not None:
@@ -373,7 +400,14 @@ class _BucketCompaction:
             sorted_runs_after=_runs_after(task, untouched, self.after),
             changelog_files=len(self.changelog),
             changelog_rows=sum(f.row_count for f in self.changelog))
-        return CompactOutcome(task, msg, stats)
+        index = []
+        if self.replaced:
+            entry = bucket_vectors(
+                IndexManifestFile(self.ex.file_io, self.ex.table_path, self.ex.schema.options),
+                self.ex.file_io, task.partition, task.bucket, task.deletion_files,
+                self.replaced, {f.file_name for f in self.before})
+            index = [] if entry is None else [entry]
+        return CompactOutcome(task, msg, stats, index)
 
     def abort(self) -> None:
         for w in self.writers:

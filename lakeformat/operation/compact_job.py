@@ -134,11 +134,13 @@ class CompactJob:
         since = self.committer.snapshots.latest_snapshot_id()
         try:
             seen = {f: dv for o in outcomes for f, dv in o.task.deletions_seen.items()}
-            snap = self.committer.commit([o.message for o in outcomes], kind="COMPACT",
-                                         deletions_seen=seen if any(
-                                             o.task.deletion_files for o in outcomes)
-                                         or self.committer.options.deletion_vectors_enabled
-                                         else None)
+            watch = self.committer.options.deletion_vectors_enabled or any(
+                o.task.deletion_files for o in outcomes)
+            index = [e for o in outcomes for e in o.index]
+            snap = self.committer.commit(
+                [o.message for o in outcomes], kind="COMPACT",
+                deletions_seen=seen if watch else None, index_added=index,
+                index_base=outcomes[0].task.index_base if index else None)
             return outcomes, ([snap.id] if snap is not None else [])
         except CommitConflictError as e:
             self.committer.raise_if_ambiguous(e, "compaction")

@@ -224,6 +224,18 @@ class UniversalCompaction:
             unit = self._size_ratio(max_level, runs, len(runs) - self.trigger + 1)
         return unit
 
+    def force_pick_level_0(self, num_levels: int, runs: list[LevelSortedRun]
+                           ) -> CompactUnit | None:
+        """Java's `forcePickL0`: the leading level-0 runs (and what size ratio adds) go up,
+        even below the run-count trigger; what a lookup table's compaction picks when the
+        regular picks find nothing [JAVA ForceUpLevel0Compaction]."""
+        count = 0
+        for r in runs:
+            if r.level > 0:
+                break
+            count += 1
+        return self._size_ratio(num_levels - 1, runs, count, force=True) if count else None
+
     def pick_for_size_amp(self, max_level: int, runs: list[LevelSortedRun]) -> CompactUnit | None:
         if len(runs) < self.trigger:
             return None

@@ -21,6 +21,9 @@ from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSch
 from lakeformat.schema.types import arrow_schema
 from lakeformat.storage import FileIO
 
+#: a row's position in its data file (added on request; never written)
+ROW_POSITION = "_ROW_POSITION"
+
 
 def read_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: TableSchema,
                    schema_manager: SchemaManager, columns: Sequence[str],
@@ -68,26 +71,32 @@ def _projected(table: pa.Table, projection: FieldIdProjection, schema: TableSche
 def iter_data_file(file_io: FileIO, path: str, meta: DataFileMeta, schema: TableSchema,
                    schema_manager: SchemaManager, columns: Sequence[str],
                    default_format: str = "parquet", batch_bytes: int = 64 << 20,
-                   deleted: np.ndarray | None = None) -> Iterator[pa.Table]:
+                   deleted: np.ndarray | None = None, positions: bool = False
+                   ) -> Iterator[pa.Table]:
     """`read_data_file` in key-ordered pieces of about `batch_bytes` each (compaction reads
     sorted runs this way, so a large file never has to fit in memory). `deleted`: the file's
-    deletion vector (sorted row positions), whose rows are left out."""
+    deletion vector (sorted row positions), whose rows are left out. `positions`: each row's
+    position in the file is added as `ROW_POSITION` (what a deletion vector marks)."""
     pieces = _iter_data_file(file_io, path, meta, schema, schema_manager, columns,
                              default_format, batch_bytes)
-    if deleted is None or not len(deleted):
+    if (deleted is None or not len(deleted)) and not positions:
         yield from pieces
         return
-    if int(deleted[-1]) >= meta.row_count:
+    if deleted is not None and len(deleted) and int(deleted[-1]) >= meta.row_count:
         raise CorruptFileError(f"the deletion vector of {path} deletes row {int(deleted[-1])}; "
                                f"the file holds {meta.row_count} rows")
     start = 0
     for piece in pieces:
         end = start + piece.num_rows
-        lo, hi = np.searchsorted(deleted, [start, end])
-        if hi > lo:
-            keep = np.ones(piece.num_rows, dtype=bool)
-            keep[deleted[lo:hi].astype(np.int64) - start] = False
-            piece = piece.filter(pa.array(keep))
+        if positions:
+            piece = piece.append_column(ROW_POSITION, pa.array(
+                np.arange(start, end, dtype=np.int64)))
+        if deleted is not None and len(deleted):
+            lo, hi = np.searchsorted(deleted, [start, end])
+            if hi > lo:
+                keep = np.ones(piece.num_rows, dtype=bool)
+                keep[deleted[lo:hi].astype(np.int64) - start] = False
+                piece = piece.filter(pa.array(keep))
         start = end
         if piece.num_rows:
             yield piece

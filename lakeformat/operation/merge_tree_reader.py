@@ -37,8 +37,10 @@ from lakeformat.merge.sort import (
     merge_permutation,
 )
 from lakeformat.meta.data_file_meta import DataFileMeta
+from lakeformat.operation import lookup_merge
 from lakeformat.operation.compact_levels import may_tie, tie_ranks
-from lakeformat.operation.data_file_read import iter_data_file
+from lakeformat.operation.data_file_read import ROW_POSITION, iter_data_file
+from lakeformat.operation.lookup_merge import LOOKUP_FILE
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.storage import FileIO
@@ -55,6 +57,8 @@ FILE_RANK = "_FILE_RANK"
 class MergedSlice:
     rows: pa.Table  # merged rows in key order (retracts dropped when asked)
     changelog: pa.Table | None
+    #: rows of lookup runs the merged rows replace: data file name -> positions in it
+    replaced: dict[str, np.ndarray] | None = None
 
 
 class _RunReader:
@@ -63,9 +67,10 @@ class _RunReader:
     trust the metadata to tell where a run ends: rows past it would be dropped silently)."""
 
     def __init__(self, files: Sequence[DataFileMeta], open_file, piece_bytes: int,
-                 ranks: dict[str, int] | None):
+                 ranks: dict[str, int] | None, file_ids: dict[str, int] | None = None):
         self.files = list(files)
         self._ranks = ranks
+        self._file_ids = file_ids
         self.done = not self.files
         self._open = open_file
         self._piece_bytes = piece_bytes
@@ -95,11 +100,14 @@ class _RunReader:
                 continue
             if piece.num_rows:
                 self._rows += piece.num_rows
+                name = self._current.file_name  # type: ignore[union-attr]
+                if self._file_ids is not None:
+                    piece = piece.append_column(LOOKUP_FILE, pa.array(
+                        np.full(piece.num_rows, self._file_ids.get(name, -1), dtype=np.int64)))
                 if self._ranks is None:
                     return piece
-                rank = self._ranks[self._current.file_name]  # type: ignore[union-attr]
                 return piece.append_column(FILE_RANK, pa.array(
-                    np.full(piece.num_rows, rank, dtype=np.int64)))
+                    np.full(piece.num_rows, self._ranks[name], dtype=np.int64)))
 
 
 class MergeTreeReader:
@@ -107,10 +115,13 @@ class MergeTreeReader:
 
     def __init__(self, file_io: FileIO, schema: TableSchema, schema_manager: SchemaManager,
                  path_of, default_format: str, memory_budget: int,
-                 columns: Sequence[str] | None = None, deleted_of=None):
+                 columns: Sequence[str] | None = None, deleted_of=None, lookup: bool = False):
         """`columns`: the table columns to read and merge (every column by default; a read
         passes its merge engine's `required_columns` of what it returns). `deleted_of`: data
-        file name -> its deletion vector's positions (None: no deletion vectors)."""
+        file name -> its deletion vector's positions (None: no deletion vectors). `lookup`: the
+        table merges as a lookup table does (`lookup_merge`)."""
+        self.lookup = lookup
+        self._runs_meta: tuple | None = None
         self.deleted_of = deleted_of
         if deleted_of is not None:  # rows are counted by the file read, before deletions
             self._open = self._open_with_deletions  # type: ignore[method-assign]
@@ -137,21 +148,43 @@ class MergeTreeReader:
 
     _open_with_deletions.counts_rows = True  # type: ignore[attr-defined]
 
+    def _open_positioned(self, meta: DataFileMeta, piece_bytes: int) -> Iterator[pa.Table]:
+        return iter_data_file(self.file_io, self.path_of(meta), meta, self.schema,
+                              self.schema_manager, self.columns, self.default_format,
+                              batch_bytes=piece_bytes, positions=True,
+                              deleted=self.deleted_of(meta.file_name) if self.deleted_of
+                              else None)
+
+    _open_positioned.counts_rows = True  # type: ignore[attr-defined]
+
     def merge_section(self, runs: Sequence[Sequence[DataFileMeta]], drop_delete: bool,
-                      changelog_level: int | None = None) -> Iterator[MergedSlice]:
+                      changelog_level: int | None = None,
+                      lookup_runs: Sequence[Sequence[DataFileMeta]] = (),
+                      lookup_changelog: bool = False, dedup: Sequence[str] | None = None
+                      ) -> Iterator[MergedSlice]:
         """Merged slices of one section. `changelog_level`: the top level whose rows are the
-        previous full-compaction result (None = no changelog)."""
-        if len(runs) == 1 and changelog_level is None:
+        previous full-compaction result (None = no changelog). `lookup_runs`: runs above the
+        output a lookup compaction looks keys up in; `lookup_changelog`: produce the lookup
+        changelog (`dedup`: the columns row-deduplicate compares, None when off)."""
+        if len(runs) == 1 and changelog_level is None and not lookup_runs \
+                and not lookup_changelog:
             yield from self._single_run(runs[0], drop_delete)
             return
+        own = len(runs)
+        runs = [*runs, *lookup_runs]
         piece_bytes = max(MIN_PIECE_BYTES,
                           self.memory_budget // (BUDGET_COPIES * max(1, len(runs))))
         files = [f for r in runs for f in r]
         ranks = (dict(zip((f.file_name for f in files), tie_ranks(files).tolist()))
                  if may_tie(files) else None)
-        readers = [_RunReader(r, self._open, piece_bytes, ranks) for r in runs]
+        lookup_files = [f.file_name for r in lookup_runs for f in r]
+        file_ids = {n: i for i, n in enumerate(lookup_files)} if lookup_runs else None
+        opener = self._open_positioned if lookup_runs else self._open
+        readers = [_RunReader(r, opener, piece_bytes, ranks, file_ids) for r in runs]
         top = np.array([changelog_level is not None and bool(r) and r[0].level == changelog_level
                         for r in runs])
+        self._runs_meta = (np.array([r[0].level if r else 0 for r in runs], dtype=np.int64),
+                           np.arange(len(runs)) >= own, lookup_files, lookup_changelog, dedup)
         pending: list[pa.Table | None] = [None] * len(runs)
         while True:
             for i, reader in enumerate(readers):
@@ -163,8 +196,8 @@ class MergeTreeReader:
             bounded = [i for i in active if not readers[i].done]
             result = self._slice(pending, active, bounded, top, drop_delete,
                                  changelog_level is not None)
-            if result.rows.num_rows or (result.changelog is not None
-                                        and result.changelog.num_rows):
+            if result.rows.num_rows or result.replaced or (
+                    result.changelog is not None and result.changelog.num_rows):
                 yield result
 
     def _single_run(self, files: Sequence[DataFileMeta], drop_delete: bool
@@ -213,16 +246,29 @@ class MergeTreeReader:
                                  concat[FILE_RANK].to_numpy() if ranked else None).to_numpy()
         groups = key_groups(concat.select(self.ctx.key_names).take(pa.array(emit)),
                             self.ctx.key_names)
-        records = concat.drop_columns([FILE_RANK]) if ranked else concat  # engines: records only
+        extra = [c for c in (FILE_RANK, ROW_POSITION, LOOKUP_FILE) if c in concat.column_names]
+        records = concat.drop_columns(extra) if extra else concat  # engines: records only
+        sel = replaced = None
+        if self.lookup:
+            levels, is_lookup, lookup_files, lookup_log, dedup = self._runs_meta
+            sel = lookup_merge.select(emit, groups, levels[run_of_row], is_lookup[run_of_row])
+            emit, groups = sel.emit, sel.groups
+            if len(sel.replaced):
+                replaced = _positions(concat, sel.replaced, lookup_files)
+            if not len(groups):
+                return MergedSlice(records.slice(0, 0).select(self.names), None, replaced)
         merged = self.merge(records, emit, groups).select(self.names)
         log = None
         if changelog:
-            log = self._changelog(records, emit, groups, merged, top[run_of_row[emit]])
+            log = self._changelog(records, emit, groups, merged, top[run_of_row[emit]],
+                                  self._runs_meta[4] if self._runs_meta else None)
+        elif sel is not None and lookup_log:
+            log = lookup_merge.changelog(records, sel, merged, self.names, dedup)
         if drop_delete:
             retract = is_retract(merged[VALUE_KIND])
             if retract.any():
                 merged = merged.filter(pa.array(~retract))
-        return MergedSlice(merged, log)
+        return MergedSlice(merged, log, replaced)
 
     def _bound(self, tables: list[pa.Table], bounded: list[int]) -> list[pa.Scalar]:
         """The smallest last-read key among runs with more rows on storage, as comparable
@@ -250,8 +296,10 @@ class MergeTreeReader:
         return int(pc.sum(upto).as_py() or 0)
 
     def _changelog(self, concat: pa.Table, emit: np.ndarray, groups: KeyGroups,
-                   merged: pa.Table, is_top: np.ndarray) -> pa.Table:
-        """Java's full-compaction changelog of one slice, in key order."""
+                   merged: pa.Table, is_top: np.ndarray, dedup: Sequence[str] | None
+                   ) -> pa.Table:
+        """Java's full-compaction changelog of one slice, in key order. `dedup`: the columns
+        `changelog-producer.row-deduplicate` compares (an unchanged row is left out)."""
         ng = len(groups)
         starts = groups.starts
         top_pos = np.full(ng, -1, dtype=np.int64)
@@ -263,6 +311,11 @@ class MergeTreeReader:
         insert = ~has_top & merged_add  # a lone record is its own merge result
         delete = has_top & ~lone & ~merged_add
         update = has_top & ~lone & merged_add
+        if dedup is not None and update.any():
+            g = np.flatnonzero(update)
+            same = lookup_merge.equal_rows(concat.take(pa.array(emit[top_pos[g]])),
+                                           merged.take(pa.array(g)), dedup)
+            update[g[same]] = False
         g_ins, g_del, g_upd = (np.flatnonzero(m) for m in (insert, delete, update))
         old_rows = emit[top_pos[np.concatenate([g_del, g_upd])]]
         old = concat.take(pa.array(old_rows)).select(self.names)
@@ -278,6 +331,14 @@ class MergeTreeReader:
                               np.ones(len(g_ins) + len(g_upd), np.int64)])
         order = np.lexsort((sub, group_of))
         return pa.concat_tables([old, new]).take(pa.array(order))
+
+
+def _positions(concat: pa.Table, rows: np.ndarray, files: list[str]) -> dict[str, np.ndarray]:
+    """Data file name -> positions, of some rows of lookup runs."""
+    take = pa.array(rows)
+    fid = concat[LOOKUP_FILE].take(take).to_numpy()
+    pos = concat[ROW_POSITION].take(take).to_numpy()
+    return {files[int(f)]: np.sort(pos[fid == f]) for f in np.unique(fid)}
 
 
 def _chunk(column: pa.Array | pa.ChunkedArray) -> pa.Array:

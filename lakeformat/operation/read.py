@@ -141,7 +141,7 @@ class TableRead:
             lambda meta: self.paths.data_file(split.partition_values, split.bucket, meta),
             self.options.file_format, memory_budget, columns=plan.read_columns,
             deleted_of=DeletedRows(self.file_io, split.deletion_files)
-            if split.deletion_files else None)
+            if split.deletion_files else None, lookup=self.options.lookup_merge)
         wanted = plan.output.names
         for section in interval_partition(split.files, self.cmp):
             for piece in reader.merge_section(section, drop_delete=True):

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakeformat.meta.binary_row import from_avro_bytes
-from lakeformat.meta.deletion_vector import DeletionFile, deletion_files
 from lakeformat.meta.data_file_meta import (
     DataFileMeta,
     ManifestEntry,
     ManifestFileMeta,
     merge_entries,
 )
+from lakeformat.meta.deletion_vector import DeletionFile, deletion_files
 from lakeformat.meta.index_manifest import IndexManifestFile
 from lakeformat.meta.manifest import ManifestFile, ManifestList
 from lakeformat.meta.snapshot import Snapshot

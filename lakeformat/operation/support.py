@@ -63,7 +63,7 @@ def _bucket(refused: Callable[[int], bool]) -> Finder:
 
 def _producer(refused: tuple[str, ...] | None) -> Finder:
     """changelog-producer in `refused`, or (None) outside the values lakeformat knows."""
-    known = ("none", "input", "full-compaction")
+    known = ("none", "input", "full-compaction", "lookup")
 
     def find(schema: TableSchema, opts: CoreOptions) -> str | None:
         p = opts.changelog_producer
@@ -73,9 +73,10 @@ def _producer(refused: tuple[str, ...] | None) -> Finder:
 
 
 REFUSALS: tuple[Refusal, ...] = (
-    Refusal("bucket", "-1 with a primary key leaving out partition columns", (WRITE,),
-            "cross-partition upsert (a key moving between partitions) is not written yet",
-            lambda s, o: f"bucket={o.bucket} (cross-partition upsert)"
+    Refusal("cross-partition-upsert.index-ttl", "set on a cross-partition upsert table", (WRITE,),
+            "a cross-partition upsert table's key index holds every live key (a TTL would let "
+            "old keys be written twice)",
+            lambda s, o: _is_set("cross-partition-upsert.index-ttl")(s, o)
             if s.primary_keys and o.bucket == -1
             and not set(s.partition_keys) <= set(s.primary_keys) else None),
     Refusal("bucket", "-2 (postpone bucket)", (WRITE, COMPACT),
@@ -86,9 +87,8 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("bucket-function.type", "anything but default", (WRITE,),
             "only Paimon's default bucket hash is implemented",
             _option("bucket-function.type", lambda v: v.lower() != "default", "default")),
-    Refusal("changelog-producer", "lookup, any unknown producer", (WRITE, COMPACT),
-            "lakeformat produces changelog only by full compaction (none, input, "
-            "full-compaction are handled)", _producer(None)),
+    Refusal("changelog-producer", "any unknown producer", (WRITE, COMPACT),
+            "none, input, full-compaction and lookup are handled", _producer(None)),
     Refusal("changelog-producer", "input", (WRITE,),
             "writers do not write their input as changelog", _producer(("input",))),
     Refusal("data-file.external-paths", "set", (WRITE, COMPACT),
@@ -98,15 +98,10 @@ REFUSALS: tuple[Refusal, ...] = (
             _is_true("row-tracking.enabled")),
     Refusal("data-evolution.enabled", "true", (WRITE,), "column files are not written",
             _is_true("data-evolution.enabled")),
-    Refusal("file.format", "anything but parquet, orc", (WRITE,),
-            "only Parquet and ORC data files are written",
-            lambda s, o: None if o.file_format in ("parquet", "orc")
+    Refusal("file.format", "anything but parquet, orc, avro (e.g. lance, blob)", (WRITE,),
+            "only Parquet, ORC and Avro data files are written",
+            lambda s, o: None if o.file_format in ("parquet", "orc", "avro")
             else f"file.format={o.file_format}"),
-    Refusal("deletion-vectors.enabled", "true, with a primary key", (WRITE,),
-            "Java's writers compact level 0 by lookup on every commit, leaving deletion "
-            "vectors on older rows; lakeformat's writers do not (reads and compaction work)",
-            lambda s, o: "deletion-vectors.enabled=true"
-            if s.primary_keys and o.deletion_vectors_enabled else None),
     Refusal("deletion-vectors.bitmap64", "true", (WRITE, COMPACT),
             "only 32-bit deletion vectors are read and written",
             _is_true("deletion-vectors.bitmap64")),
@@ -116,9 +111,13 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("compaction.force-up-level-0", "true", (COMPACT,),
             "compaction picks as Java's universal compaction does",
             _is_true("compaction.force-up-level-0")),
-    Refusal("changelog-producer.row-deduplicate", "true", (COMPACT,),
-            "the full-compaction changelog keeps unchanged rows",
-            _is_true("changelog-producer.row-deduplicate")),
+    Refusal("merge-engine", "first-row with changelog-producer=lookup or deletion vectors",
+            (COMPACT,), "first-row's own lookup compaction is not implemented",
+            lambda s, o: "merge-engine=first-row with " + (
+                "deletion-vectors.enabled=true" if o.deletion_vectors_enabled
+                else "changelog-producer=lookup")
+            if s.primary_keys and o.merge_engine == "first-row"
+            and (o.deletion_vectors_enabled or o.changelog_producer == "lookup") else None),
     Refusal("record-level.expire-time", "set", (COMPACT,), "rows are never expired by age",
             _is_set("record-level.expire-time")),
     *(Refusal(key, "set", (EXPIRE_SNAPSHOTS,),

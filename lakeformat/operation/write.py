@@ -36,6 +36,7 @@ from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids, hash_rows
 from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile
 from lakeformat.meta.snapshot import Snapshot
+from lakeformat.operation import cross_partition
 from lakeformat.operation.commit import CommitMessage
 from lakeformat.operation.conform import conform
 from lakeformat.operation.dynamic_bucket import PartitionHashes, load_partition
@@ -81,10 +82,11 @@ class TableWrite:
         self.unaware = self.append and self.options.bucket == -1
         self.engine = None if self.append else merge_engine(schema)
         self.dynamic = not self.append and self.options.bucket == -1
-        if self.dynamic and not set(schema.partition_keys) <= set(schema.primary_keys):
-            raise UnsupportedError(
-                f"{table_path}: bucket=-1 with a primary key that leaves out partition columns "
-                "(cross-partition upsert) is not written by lakeformat yet")
+        #: cross-partition upsert: keys routed by a key index bootstrapped from the data
+        self.cross = self.dynamic and cross_partition.is_cross_partition(schema)
+        if self.cross:
+            cross_partition.check_options(schema, self.options, table_path)
+        self.key_index: cross_partition.KeyIndex | None = None
         #: dynamic bucket: the index manifest the plan read, and each partition's hashes
         self.index_base: str | None = None
         self.index_state: dict[bytes, PartitionHashes] = {}
@@ -98,10 +100,20 @@ class TableWrite:
 
     # -- plan ----------------------------------------------------------------------------------
     def plan(self, data: pa.Table, kinds: np.ndarray | None, latest: Snapshot | None,
-             overwrite: bool = False) -> list[WriteUnit]:
+             overwrite: bool = False, by_key: bool = False) -> list[WriteUnit]:
         """Split conformed rows into work units, numbered after the buckets' live state in
         `latest` (the job's base snapshot). `overwrite`: the rows replace their partitions
-        (a dynamic-bucket table then assigns them from an empty index)."""
+        (a dynamic-bucket table then assigns them from an empty index). `by_key`: the rows
+        are a delete by key (a cross-partition table sends each to its key's partition)."""
+        if self.cross:
+            if overwrite:
+                raise UnsupportedError(
+                    f"{self.table_path}: overwrite of a cross-partition upsert table (bucket=-1, "
+                    "primary key without every partition column) is not supported: its keys "
+                    "would stay live in the partitions not overwritten; delete and write instead")
+            if by_key:
+                data, hit = cross_partition.locate(self._key_index(latest), self.schema, data)
+                kinds = None if kinds is None else kinds[hit]
         table = conform(data, self.schema)
         if kinds is None:
             kinds = self._row_kinds(table, given=data.column_names)
@@ -114,7 +126,9 @@ class TableWrite:
                 f"{int(np.count_nonzero(kinds))} rows have another row kind")
         rows = table.append_column(VALUE_KIND, pa.array(kinds.astype(np.int8)))
         num_buckets = self.options.bucket
-        if self.dynamic:
+        if self.cross:
+            rows, buckets, part_codes, part_rows = self._route_cross(rows, latest)
+        elif self.dynamic:
             buckets, part_codes, part_rows = self._assign_dynamic(rows, latest, overwrite)
         else:
             buckets, part_codes, part_rows = self.route(rows)
@@ -187,6 +201,22 @@ class TableWrite:
             buckets[group] = assign_buckets(state, partition, hashes[group], self.options)
             self.index_state[partition] = state
         return buckets, part_codes, part_rows
+
+    def _key_index(self, latest: Snapshot | None) -> cross_partition.KeyIndex:
+        """Where every live key of `latest` is (read once per base snapshot)."""
+        wanted = latest.id if latest else None
+        if self.key_index is None or self.key_index.snapshot_id != wanted:
+            self.key_index = cross_partition.bootstrap(self.file_io, self.table_path,
+                                                       self.schema, latest)
+        return self.key_index
+
+    def _route_cross(self, rows: pa.Table, latest: Snapshot | None
+                     ) -> tuple[pa.Table, np.ndarray, np.ndarray, list[tuple]]:
+        """A cross-partition table's rows routed by the key index (`cross_partition`)."""
+        codes, values = self._partition_codes(rows)
+        routed = cross_partition.route(self._key_index(latest), self.schema, rows, codes,
+                                       [self.partition_bytes(v) for v in values], values)
+        return routed.rows, routed.buckets, routed.part_codes, routed.part_values
 
     def write_index(self) -> list[IndexManifestEntry]:
         """New HASH index files for the buckets the plan added keys to."""

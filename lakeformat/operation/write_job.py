@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakeformat.errors import (
+    CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
     InvalidArgumentError,
@@ -53,6 +54,7 @@ from lakeformat.operation.commit import (
     SequenceConflict,
     snapshot_identity,
 )
+from lakeformat.operation.cross_partition import is_cross_partition
 from lakeformat.operation.merge_schema import evolve_for_write
 from lakeformat.operation.runner import Runner, captured, default_runner, split_failures
 from lakeformat.operation.write import TableWrite, WriteUnit
@@ -90,11 +92,13 @@ def delete_rows(schema: TableSchema, keys: pa.Table) -> tuple[pa.Table, np.ndarr
     missing = [k for k in schema.primary_keys if k not in keys.column_names]
     if missing:
         raise SchemaMismatchError(f"delete needs every primary-key column; missing {missing}")
+    # a cross-partition table finds each key's partition itself (the plan fills them in)
+    located = set(schema.partition_keys) if is_cross_partition(schema) else set()
     cols = []
     for f in schema.fields:
         if f.name in keys.column_names:
             cols.append(keys[f.name])
-        elif f.type.nullable:
+        elif f.type.nullable or f.name in located:
             cols.append(pa.nulls(keys.num_rows, arrow_schema([f], with_id=False)[0].type))
         else:
             raise SchemaMismatchError(
@@ -164,7 +168,8 @@ class WriteJob:
             self._use_schema(schema)
         latest = self.committer.snapshots.latest_snapshot()
         self.base_id = latest.id if latest else None
-        self.units = self.writer.plan(self.data, self.kinds, latest, self.overwrite)
+        self.units = self.writer.plan(self.data, self.kinds, latest, self.overwrite,
+                                      by_key=self.operation == "delete")
         # an append table has no keys for a later record to win: no renumbering
         self.base = None if not self.schema.primary_keys else SequenceBase(
             snapshot_identity(latest),
@@ -243,6 +248,7 @@ class WriteJob:
             wait = opts.commit_min_retry_wait
             while True:
                 try:
+                    self._check_key_index()
                     snap = self._commit_once()
                     return self._result(snap, self.committer.committed_entries if snap else [])
                 except AlreadyCommitted as twin:  # another run of this pair landed first
@@ -250,6 +256,7 @@ class WriteJob:
                     return self._landed_result(twin.snapshot)
                 except SequenceConflict as conflict:
                     self.committer.raise_if_ambiguous(conflict, "write")
+                    self._check_key_index()
                     if self.rewrites >= opts.commit_max_retries:
                         raise CommitFailedError(
                             f"commit to {self.table_path} gave up after renumbering "
@@ -264,6 +271,24 @@ class WriteJob:
             self.committer.raise_if_ambiguous(error, "write")
             self.abort()
             raise
+
+    def _check_key_index(self) -> None:
+        """A cross-partition write routed its keys by where they were in the base snapshot:
+        refuse it when another write (not a compaction, which moves no key) landed since."""
+        if not self.writer.cross or not self.units or self.base is None:
+            return
+        snapshots = self.committer.snapshots
+        latest = snapshots.latest_snapshot()
+        if snapshot_identity(latest) == self.base.snapshot:
+            return
+        base = self.base_id or 0
+        kinds = [snapshots.snapshot(i).commit_kind if snapshots.exists(i) else None
+                 for i in range(base + 1, (latest.id if latest else 0) + 1)]
+        if not kinds or any(k != "COMPACT" for k in kinds):
+            raise CommitConflictError(
+                f"{self.table_path}: another commit changed the table while this "
+                f"cross-partition upsert routed its keys by snapshot {self.base_id}; run the "
+                "write again")
 
     def _landed_result(self, snap: Snapshot) -> CommitResult:
         self.landed = snap

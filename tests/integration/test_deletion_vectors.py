@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
-from lakeformat.errors import CommitConflictError, CorruptFileError, UnsupportedError
+from lakeformat.errors import CorruptFileError, UnsupportedError
 from lakeformat.meta.deletion_vector import (
     decode_bitmap,
     deserialize_vector,
@@ -22,7 +22,7 @@ from lakeformat.meta.deletion_vector import (
 )
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.schema.schema_change import SchemaChange
-from tests.support.deletion_vectors import live_entries, lookup_compact, mark_deleted
+from tests.support.deletion_vectors import live_entries, mark_deleted
 
 KV = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])
 
@@ -41,23 +41,16 @@ def index_files(t) -> set[str]:
             for s in t.file_io.list_status(t.file_io.join(t.path, "index"))}
 
 
-def dv_table(catalog, name="db.t") -> lf.Table:
-    """A deduplicate table in Java's deletion-vector state: a compacted file at the top level
-    with vectors on the rows a later write replaced, that write at level 4."""
-    t = catalog.create_table(name, KV, primary_keys=["dt", "id"], partition_keys=["dt"],
-                             options={"bucket": "2", "deletion-vectors.modifiable": "true"})
-    t.write(batch(range(20), "a"))
-    t.compact(full=True)
-    t.alter([SchemaChange.set_option("deletion-vectors.enabled", "true")])
-    return catalog.get_table(name)
+def dv_table(catalog, name="db.t", **options) -> lf.Table:
+    return catalog.create_table(name, KV, primary_keys=["dt", "id"], partition_keys=["dt"],
+                                options={"bucket": "2", "deletion-vectors.enabled": "true",
+                                         **options})
 
 
-def write_level_0(catalog, t, data: pa.Table) -> None:
-    """A level-0 file as Java's writer leaves it before its commit-time compaction: written
-    with the option off, since lakeformat's writers refuse deletion-vector tables."""
-    t.alter([SchemaChange.set_option("deletion-vectors.enabled", "false")])
-    catalog.get_table(t.name).write(data)
-    t.alter([SchemaChange.set_option("deletion-vectors.enabled", "true")])
+def vectors(t) -> dict[str, int]:
+    """Data file name -> deleted rows, of the latest snapshot."""
+    dvs = FileStoreScan(t.file_io, t.path, t.table_schema).deletion_files(t.latest_snapshot())
+    return {name: d.cardinality for files in dvs.values() for name, d in files.items()}
 
 
 # -- the bytes -----------------------------------------------------------------------------------
@@ -87,31 +80,46 @@ def test_roaring_containers_as_java_serializes_them():
 
 
 # -- reads ---------------------------------------------------------------------------------------
-def test_reads_leave_out_deleted_rows_and_uncompacted_level_0(catalog):
+def test_writes_compact_level_0_and_mark_the_rows_they_replace(catalog):
     t = dv_table(catalog)
-    before = rows(t)
-    assert len(before) == 20
-    write_level_0(catalog, t, batch([3, 4, 25], "b"))
-    t = catalog.get_table("db.t")
-    assert rows(t) == before  # level 0 is not read: Java's batch scan skips it too
-    lookup_compact(t)
-    t = catalog.get_table("db.t")
-    after = rows(t)
-    assert ("d1", 3, "b3") in after and ("d1", 3, "a3") not in after and len(after) == 21
-    # a Java DELETE: the row's position marked, nothing else written
-    top = [e for e in live_entries(t) if e.file.level == 5]
-    victim = top[0]
-    mark_deleted(t, {victim.file.file_name: [0]})
-    t = catalog.get_table("db.t")
-    gone = set(after) - set(rows(t))
-    assert len(gone) == 1 and len(rows(t)) == 20
-    # merge-on-read sees level 0 too
-    write_level_0(catalog, t, batch([7], "c"))
-    t = catalog.get_table("db.t")
-    assert ("d1", 7, "c7") not in rows(t)
+    res = t.write(batch(range(20), "a"))
+    assert res.compaction_snapshot_ids == [res.snapshot_id + 1]  # Java's lookup-wait
+    assert all(e.file.level > 0 for e in live_entries(t)) and vectors(t) == {}
+    res = t.write(batch([3, 4, 25], "b"))
+    assert len(res.compaction_snapshot_ids) == 1
+    assert all(e.file.level > 0 for e in live_entries(t))
+    assert sum(vectors(t).values()) == 2  # the old rows of 3 and 4
+    t.delete(batch([5, 25], "").select(["dt", "id"]))
+    assert sum(vectors(t).values()) == 4  # retracts leave vectors, not -D rows
+    assert all(e.file.delete_row_count == 0 for e in live_entries(t))
+    want = [("d1", i, "b" + str(i) if i in (3, 4) else f"a{i}") for i in range(20) if i != 5]
+    assert rows(t) == want
+    t.write(batch([30], "c"), commit_user="u", commit_identifier=7)
+    again = t.write(batch([30], "c"), commit_user="u", commit_identifier=7)
+    assert again.already_committed and rows(t) == sorted(want + [("d1", 30, "c30")])
+
+
+def test_level_0_is_read_with_merge_on_read_only(catalog):
+    t = dv_table(catalog, **{"write-only": "true"})  # a writer that leaves compaction to a job
+    t.write(batch(range(10), "a"))
+    assert rows(t) == [] and {e.file.level for e in live_entries(t)} == {0}
     t.alter([SchemaChange.set_option("deletion-vectors.merge-on-read", "true")])
+    assert len(rows(catalog.get_table("db.t"))) == 10
+    t.alter([SchemaChange.remove_option("deletion-vectors.merge-on-read")])
     t = catalog.get_table("db.t")
-    assert ("d1", 7, "c7") in rows(t) and ("d1", 7, "a7") not in rows(t)
+    t.compact(full=False)
+    assert len(rows(t)) == 10 and {e.file.level for e in live_entries(t)} == {5}
+
+
+def test_a_java_delete_marks_a_row(catalog):
+    t = dv_table(catalog)
+    t.write(batch(range(20), "a"))
+    top = live_entries(t)[0]
+    mark_deleted(t, {top.file.file_name: [0]})  # what a Spark DELETE leaves
+    t = catalog.get_table("db.t")
+    assert len(rows(t)) == 19
+    t.write(batch([100], "z"))  # the next lookup compaction keeps the vector
+    assert len(rows(t)) == 20 and sum(vectors(t).values()) == 1
 
 
 def test_append_table_vectors_apply_to_reads_and_compaction(catalog):
@@ -161,26 +169,19 @@ def test_compacting_some_files_keeps_the_others_vectors(catalog):
 
 
 # -- compaction ----------------------------------------------------------------------------------
-def test_compaction_rewrites_deletion_vector_buckets_and_leaves_none(catalog):
+def test_full_compaction_leaves_no_vector(catalog):
     t = dv_table(catalog)
-    write_level_0(catalog, t, batch([1, 2, 30], "b"))
-    t = catalog.get_table("db.t")
-    lookup_compact(t)
-    t = catalog.get_table("db.t")
-    mark_deleted(t, {[e for e in live_entries(t) if e.file.level == 5][0].file.file_name: [3]})
-    t = catalog.get_table("db.t")
+    t.write(batch(range(30), "a"))
+    for i in range(3):
+        t.write(batch(range(i, 30, 4), f"u{i}"))
+    t.write(batch(range(10), "b", day="d2"))
+    assert vectors(t)
     want = rows(t)
-    write_level_0(catalog, t, batch([40], "c"))
-    t = catalog.get_table("db.t")
-    assert rows(t) == want
-    t.compact()  # a bucket with level-0 files is compacted whole into the top level
-    t = catalog.get_table("db.t")
-    assert rows(t) == sorted(want + [("d1", 40, "c40")])
     t.compact(full=True)
     t = catalog.get_table("db.t")
     assert all(e.file.level == 5 for e in live_entries(t))
     assert t.latest_snapshot().index_manifest is None
-    assert rows(t) == sorted(want + [("d1", 40, "c40")])
+    assert rows(t) == want
     assert t.compact(full=True).total.buckets_compacted == 0  # nothing left to do
 
 
@@ -235,15 +236,10 @@ def test_expiry_and_orphans_keep_the_index_files_retained_snapshots_use(catalog)
 
 
 # -- refusals --------------------------------------------------------------------------------------
-def test_primary_key_writes_and_64_bit_vectors_are_refused_naming_the_option(catalog):
-    t = dv_table(catalog)
-    snaps = len(t.snapshots())
-    with pytest.raises(UnsupportedError, match="deletion-vectors.enabled=true"):
+def test_64_bit_vectors_are_refused_naming_the_option(catalog):
+    t = dv_table(catalog, **{"deletion-vectors.bitmap64": "true"})
+    with pytest.raises(UnsupportedError, match="deletion-vectors.bitmap64"):
         t.write(batch([1], "z"))
-    with pytest.raises(UnsupportedError, match="deletion-vectors.enabled=true"):
-        t.delete(batch([1], "z").select(["dt", "id"]))
-    t.alter([SchemaChange.set_option("deletion-vectors.bitmap64", "true")])
-    t = catalog.get_table("db.t")
     with pytest.raises(UnsupportedError, match="deletion-vectors.bitmap64"):
         t.compact(full=True)
-    assert len(t.snapshots()) == snaps  # an alter writes a schema, not a snapshot
+    assert t.snapshots() == []

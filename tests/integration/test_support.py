@@ -33,7 +33,7 @@ def data_files(t: lf.Table) -> list[str]:
     ({"changelog-producer": "input"}, "write", "changelog-producer=input"),
     ({"bucket-function.type": "mod"}, "write", "bucket-function.type=mod"),
     ({"write.sequence-number-init-mode": "zero"}, "write", "write.sequence-number-init-mode"),
-    ({"changelog-producer": "lookup"}, "write", "changelog-producer=lookup"),
+    ({"deletion-vectors.bitmap64": "true"}, "write", "deletion-vectors.bitmap64=true"),
 ])
 def test_write_refusals_name_option_and_operation_and_write_nothing(catalog, options, operation,
                                                                     named):
@@ -45,7 +45,7 @@ def test_write_refusals_name_option_and_operation_and_write_nothing(catalog, opt
 
 
 @pytest.mark.parametrize("key, value", [("record-level.expire-time", "1 d"),
-                                        ("changelog-producer.row-deduplicate", "true"),
+                                        ("deletion-vectors.bitmap64", "true"),
                                         ("compaction.force-up-level-0", "true")])
 def test_compaction_refusals_keep_the_table_as_it_was(catalog, key, value):
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})

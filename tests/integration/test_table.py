@@ -206,23 +206,18 @@ def test_unknown_things_raise_clear_errors(catalog):
     assert catalog.list_tables("db") == []
 
 
-def test_cross_partition_dynamic_bucket_write_is_refused(catalog):
-    t = catalog.create_table("db.dyn", SCHEMA, primary_keys=["id"], partition_keys=["dt"],
-                             options={"bucket": "-1"})
-    with pytest.raises(lf.UnsupportedError, match="bucket=-1") as refused:
-        t.write(rows("a", [1]))
-    assert "cross-partition" in str(refused.value) and t.snapshots() == []
-
-
 def test_create_table_without_bucket(catalog):
-    """Paimon's default, dynamic bucket; refused where lakeformat could not write it."""
+    """Paimon's default, dynamic bucket, also with a key that leaves out the partition
+    (cross-partition upsert: a key moves to the partition it is written to)."""
     t = catalog.create_table("db.nobucket", SCHEMA, primary_keys=["dt", "id"])
     assert "bucket" not in t.table_schema.options
     t.write(rows("a", [1, 2]))
     assert t.read().num_rows == 2 and {f["bucket"] for f in t.files()} == {0}
-    with pytest.raises(lf.InvalidOptionError, match="'bucket' is not set.*bucket=N"):
-        catalog.create_table("db.cross", SCHEMA, primary_keys=["id"], partition_keys=["dt"])
-    assert not catalog.table_exists("db.cross")
+    cross = catalog.create_table("db.cross", SCHEMA, primary_keys=["id"], partition_keys=["dt"])
+    cross.write(rows("a", [1, 2]))
+    cross.write(rows("b", [2, 3]))
+    assert sorted((r["dt"], r["id"]) for r in cross.read().to_pylist()) == [
+        ("a", 1), ("b", 2), ("b", 3)]
 
 
 def test_table_option_typo_warns_naming_the_likely_key(catalog):

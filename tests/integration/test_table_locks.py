@@ -19,11 +19,19 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
+from lakeformat.lock.base import TableLock
 from lakeformat.lock.guard import GuardedFileIO
 from lakeformat.storage import LocalFileIO
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = {"lock.lease-duration": "2 s", "lock-check-max-sleep": "200 ms"}
+#: for the tests where a child holds a lock while this process is refused it. The holder renews
+#: every third of its lease, and on S3 its renewals go through the moto server, a thread of this
+#: very process: they queue behind this process's own work (its GIL) and the machine's load. With
+#: 2 s a renewal late by 1.3 s let the refused writer take the expired lease over (a correct
+#: takeover, but not what the test asks). 8 s lasts through the 1 s waits with renewals late by
+#: 5 s, and the test still sees the holder renew it.
+HOLD_LEASE = {"lock.lease-duration": "8 s"}
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -84,6 +92,26 @@ def rows(t: lf.Table) -> list[dict[str, Any]]:
     return sorted(t.read().to_pylist(), key=lambda r: r["id"])
 
 
+def lease_body(t: lf.Table, lock: TableLock | None) -> dict[str, Any]:
+    """The lease object of `lock` (one of `t.locks`) as its holder last wrote it."""
+    assert lock is not None
+    return json.loads(t.file_io.read_bytes(lock.location))
+
+
+def wait_for_renewal(t: lf.Table, lock: TableLock | None, held: dict[str, Any],
+                     timeout: float = 30) -> dict[str, Any]:
+    """Read the lease object until its holder has pushed the expiry past `held`'s; fails if
+    the lease changed hands (or was removed) meanwhile."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = lease_body(t, lock)
+        assert now["owner"] == held["owner"], f"the lease changed hands: {held} -> {now}"
+        if now["expires_ms"] > held["expires_ms"]:
+            return now
+        assert time.monotonic() < deadline, f"the holder did not renew within {timeout} s: {now}"
+        time.sleep(0.1)
+
+
 def test_maintenance_jobs_started_together_run_one_after_another(where, capsys):
     wh, base = where
     t = make_table(wh, base, commits=6)
@@ -109,10 +137,13 @@ def test_maintenance_jobs_started_together_run_one_after_another(where, capsys):
 
 def test_timeout_names_the_holder(where):
     wh, base = where
+    base = {**base, **HOLD_LEASE}
     t = make_table(wh, base, commits=2)
     holder = Child("hold", wh, base, "30")
     try:
         holder.wait_for("holding")
+        held = lease_body(t, t.locks.maintenance)
+        assert held["pid"] == holder.proc.pid and held["purpose"] == "hold"
         mine = lf.Catalog(wh, options={**base, "lock-acquire-timeout": "1 s"}).get_table("db.t")
         snaps = [s.id for s in t.snapshots()]
         with pytest.raises(lf.LockTimeoutError) as err:
@@ -123,6 +154,8 @@ def test_timeout_names_the_holder(where):
         assert err.value.holder.pid == holder.proc.pid
         assert [s.id for s in t.snapshots()] == snaps  # nothing expired
         assert isinstance(err.value, lf.RETRYABLE_ERRORS)
+        assert err.value.holder.owner == held["owner"]
+        wait_for_renewal(t, t.locks.maintenance, held)  # renewed, never taken over
     finally:
         holder.kill()
 
@@ -200,21 +233,25 @@ def test_commit_lock_around_concurrent_writers(where):
 
 def test_a_held_commit_lock_keeps_writes_from_publishing(where):
     wh, base = where
-    opts = {**base, "lock.enabled": "true"}
+    opts = {**base, "lock.enabled": "true", **HOLD_LEASE}
     t = make_table(wh, opts, commits=1)
     holder = Child("hold-commit", wh, opts, "30")
     try:
         holder.wait_for("holding")
+        held = lease_body(t, t.locks.commit)
+        assert held["pid"] == holder.proc.pid and held["purpose"] == "hold-commit"
         mine = lf.Catalog(wh, options={**opts, "lock-acquire-timeout": "1 s"}).get_table("db.t")
-        with pytest.raises(lf.LockTimeoutError, match="commit of table db.t"):
+        with pytest.raises(lf.LockTimeoutError, match="commit of table db.t") as err:
             mine.write(pa.table({"id": [7], "v": [7]}))
+        assert err.value.holder.owner == held["owner"]
         assert [s.id for s in mine.snapshots()] == [1]
         with pytest.raises(lf.LockTimeoutError, match="commit of table db.t"):
             mine.alter(lf.SchemaChange.set_option("snapshot.num-retained.min", "3"))
         assert [s.id for s in mine.schemas()] == [0]
+        wait_for_renewal(t, t.locks.commit, held)  # the holder renews it, nobody took it over
     finally:
         holder.kill()
-    t.write(pa.table({"id": [7], "v": [7]}))  # waits out the killed holder's lease
+    t.write(pa.table({"id": [7], "v": [7]}))  # waits out the killed holder's lease (8 s)
     assert [s.id for s in t.snapshots()] == [1, 2]
 
 

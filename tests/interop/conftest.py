@@ -21,6 +21,8 @@ if importlib.util.find_spec("pypaimon") is None:  # pragma: no cover - main venv
         "test_two_stream_interop.py",
         "test_append_interop.py",
         "test_dynamic_bucket_interop.py",
+        "test_cross_partition_interop.py",
+        "test_avro_interop.py",
     ]
 
 

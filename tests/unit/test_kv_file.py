@@ -226,7 +226,8 @@ def test_compression_names(tmp_path: Path, name: str, codec: str) -> None:
 
 def test_unsupported_format_and_codec(tmp_path: Path) -> None:
     schema = _simple_schema()
-    for opts, word in (({"file.format": "avro"}, "avro"), ({"file.compression": "lzo"}, "lzo"),
+    for opts, word in (({"file.format": "lance"}, "lance"), ({"file.compression": "lzo"}, "lzo"),
+                       ({"file.format": "avro", "file.compression": "lz4"}, "lz4"),
                        ({"file.format.per.level": "0:csv"}, "csv")):
         with pytest.raises(UnsupportedError, match=word):
             KeyValueFileWriter(LocalFileIO(), str(tmp_path), schema, CoreOptions(opts))
@@ -456,5 +457,7 @@ def test_read_failures_name_the_path(tmp_path: Path) -> None:
     pq.write_table(_sample_table(), good)
     with pytest.raises(CorruptFileError, match="nope"):
         read_kv_file(io, str(good), "parquet", ["nope"])
-    with pytest.raises(UnsupportedError, match="avro"):
+    with pytest.raises(UnsupportedError, match="lance"):
+        read_kv_file(io, str(good), "lance")
+    with pytest.raises(CorruptFileError, match="good.parquet"):  # not an Avro file
         read_kv_file(io, str(good), "avro")

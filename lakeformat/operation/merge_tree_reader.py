@@ -61,6 +61,17 @@ class MergedSlice:
     replaced: dict[str, np.ndarray] | None = None
 
 
+@dataclass(frozen=True)
+class _SectionRuns:
+    """What a slice needs to know of the runs of its section."""
+
+    levels: np.ndarray  # per run, its level
+    lookup: np.ndarray  # per run, whether it is a lookup run (above the output)
+    lookup_files: list[str]  # file names of the lookup runs, by `LOOKUP_FILE` index
+    lookup_changelog: bool
+    dedup: Sequence[str] | None
+
+
 class _RunReader:
     """Pieces of one sorted run (its files in key order). `done` once every file is read to
     its end; a file holding another number of rows than its metadata says is corrupt (never
@@ -121,7 +132,6 @@ class MergeTreeReader:
         file name -> its deletion vector's positions (None: no deletion vectors). `lookup`: the
         table merges as a lookup table does (`lookup_merge`)."""
         self.lookup = lookup
-        self._runs_meta: tuple | None = None
         self.deleted_of = deleted_of
         if deleted_of is not None:  # rows are counted by the file read, before deletions
             self._open = self._open_with_deletions  # type: ignore[method-assign]
@@ -183,8 +193,8 @@ class MergeTreeReader:
         readers = [_RunReader(r, opener, piece_bytes, ranks, file_ids) for r in runs]
         top = np.array([changelog_level is not None and bool(r) and r[0].level == changelog_level
                         for r in runs])
-        self._runs_meta = (np.array([r[0].level if r else 0 for r in runs], dtype=np.int64),
-                           np.arange(len(runs)) >= own, lookup_files, lookup_changelog, dedup)
+        meta = _SectionRuns(np.array([r[0].level if r else 0 for r in runs], dtype=np.int64),
+                            np.arange(len(runs)) >= own, lookup_files, lookup_changelog, dedup)
         pending: list[pa.Table | None] = [None] * len(runs)
         while True:
             for i, reader in enumerate(readers):
@@ -195,7 +205,7 @@ class MergeTreeReader:
                 return
             bounded = [i for i in active if not readers[i].done]
             result = self._slice(pending, active, bounded, top, drop_delete,
-                                 changelog_level is not None)
+                                 changelog_level is not None, meta)
             if result.rows.num_rows or result.replaced or (
                     result.changelog is not None and result.changelog.num_rows):
                 yield result
@@ -220,7 +230,8 @@ class MergeTreeReader:
                 yield MergedSlice(rows, None)
 
     def _slice(self, pending: list[pa.Table | None], active: list[int], bounded: list[int],
-               top: np.ndarray, drop_delete: bool, changelog: bool) -> MergedSlice:
+               top: np.ndarray, drop_delete: bool, changelog: bool, meta: _SectionRuns
+               ) -> MergedSlice:
         """Merge every pending row whose key is <= the bound. A run is key-sorted, so those
         rows are a prefix of its piece: the cut is found before sorting, only the rows merged
         now are sorted, and the rest wait in their runs as zero-copy slices."""
@@ -250,20 +261,20 @@ class MergeTreeReader:
         records = concat.drop_columns(extra) if extra else concat  # engines: records only
         sel = replaced = None
         if self.lookup:
-            levels, is_lookup, lookup_files, lookup_log, dedup = self._runs_meta
-            sel = lookup_merge.select(emit, groups, levels[run_of_row], is_lookup[run_of_row])
+            sel = lookup_merge.select(emit, groups, meta.levels[run_of_row],
+                                      meta.lookup[run_of_row])
             emit, groups = sel.emit, sel.groups
             if len(sel.replaced):
-                replaced = _positions(concat, sel.replaced, lookup_files)
+                replaced = _positions(concat, sel.replaced, meta.lookup_files)
             if not len(groups):
                 return MergedSlice(records.slice(0, 0).select(self.names), None, replaced)
         merged = self.merge(records, emit, groups).select(self.names)
         log = None
         if changelog:
             log = self._changelog(records, emit, groups, merged, top[run_of_row[emit]],
-                                  self._runs_meta[4] if self._runs_meta else None)
-        elif sel is not None and lookup_log:
-            log = lookup_merge.changelog(records, sel, merged, self.names, dedup)
+                                  meta.dedup)
+        elif sel is not None and meta.lookup_changelog:
+            log = lookup_merge.changelog(records, sel, merged, self.names, meta.dedup)
         if drop_delete:
             retract = is_retract(merged[VALUE_KIND])
             if retract.any():

@@ -41,11 +41,11 @@ from lakeformat.meta.data_file_meta import (
     ManifestEntry,
     ManifestFileMeta,
 )
-from lakeformat.meta.deletion_vector import check_deletions_seen, prune_deletion_vectors
-from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile, replace_entries
+from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile
 from lakeformat.meta.manifest import ManifestFile, ManifestList
 from lakeformat.meta.manifest_merge import compact_fully, merge_manifests
 from lakeformat.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
+from lakeformat.operation.commit_index import INHERIT, next_index_manifest, removed_files
 from lakeformat.operation.compact_levels import KeyComparator
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.options import CoreOptions
@@ -89,7 +89,6 @@ class SequenceBase:
 
 #: `other_runs_after` value that turns the check for another run of the same commit off
 NOT_WATCHED = -1
-INHERIT = object()  # the next snapshot keeps the latest one's index manifest
 #: the snapshot kinds a write commits
 WRITE_KINDS = ("APPEND", "OVERWRITE")
 #: snapshot property naming the lakeformat call ("write" or "delete") that made a commit with
@@ -229,9 +228,9 @@ class FileStoreCommit:
                     check_compaction_ties(live, messages, self.table_path)
             if not entries and not changelog and not index_added:
                 return None
-            index_name = self._index_manifest(latest, index_added, index_base,
-                                              overwrite_partitions, overwrite_all,
-                                              _removed_files(entries), deletions_seen)
+            index_name = next_index_manifest(
+                self.index_file, latest, index_added, index_base, overwrite_partitions,
+                overwrite_all, removed_files(entries), deletions_seen, self.table_path)
             snap = self._try_commit(latest, entries, kind, changelog, index_manifest=index_name)
             if snap is not None:
                 self._clear_ambiguous()
@@ -338,45 +337,6 @@ class FileStoreCommit:
                 raise CommitConflictError(
                     f"file deletion conflict in {self.table_path}: {e.file.file_name} is no "
                     "longer live (another job removed it); give up and run again")
-
-    def _index_manifest(self, latest: Snapshot | None, added: Sequence[IndexManifestEntry],
-                        base: str | None, overwrite_partitions: Sequence[bytes] | None,
-                        overwrite_all: bool, removed: set[str] = frozenset(),  # type: ignore[assignment]
-                        deletions_seen: Mapping[str, tuple[str, int] | None] | None = None
-                        ) -> str | None | object:
-        """The index manifest of the next snapshot: INHERIT (the latest's) when nothing
-        changes the index, else a new one written here."""
-        current = latest.index_manifest if latest else None
-        dropping = overwrite_all or bool(overwrite_partitions)
-        planned_dvs = any(v is not None for v in (deletions_seen or {}).values())
-        if not added and not planned_dvs and not (
-                current and (dropping or removed or deletions_seen)):
-            return INHERIT
-        live = self.index_file.read(current)
-        if deletions_seen:
-            check_deletions_seen(live, deletions_seen, self.table_path)
-        changed = bool(added) or bool(dropping and current)
-        if added and current != base:
-            mine = {e.partition for e in added}
-            try:
-                before = {(e.key, e.file_name) for e in self.index_file.read(base)
-                          if e.partition in mine}
-            except FileNotFoundError:  # expired since the plan: it cannot be compared
-                before = None
-            now = {(e.key, e.file_name) for e in live if e.partition in mine}
-            if before != now:
-                raise CommitConflictError(
-                    f"{self.table_path}: another commit changed the index (dynamic-bucket "
-                    "assignments or deletion vectors) of a partition this commit changes it in; "
-                    "run it again")
-        entries = replace_entries(live, added, overwrite_partitions or (), overwrite_all)
-        pruned = prune_deletion_vectors(entries, removed, self.index_file)
-        if pruned is None and not changed:
-            return INHERIT
-        entries = entries if pruned is None else pruned
-        if not entries:
-            return None
-        return self.index_file.write(entries)
 
     def _try_commit(self, latest: Snapshot | None, entries: list[ManifestEntry],
                     kind: str, changelog: Sequence[ManifestEntry] = (),
@@ -587,12 +547,6 @@ def check_lsm_overlap(live: Sequence[ManifestEntry], entries: Sequence[ManifestE
                     f"LSM conflicts detected in {table_path}: bucket {bucket} level {level} "
                     f"files {a.file_name} and {b.file_name} overlap in key range; give up and "
                     "run the compaction again")
-
-
-def _removed_files(entries: Sequence[ManifestEntry]) -> set[str]:
-    """Data files a commit deletes and does not add back (an upgrade re-adds its file)."""
-    added = {e.file.file_name for e in entries if e.kind != DELETE}
-    return {e.file.file_name for e in entries if e.kind == DELETE} - added
 
 
 def snapshot_identity(snap: Snapshot | None) -> tuple | None:

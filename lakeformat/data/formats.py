@@ -1,5 +1,5 @@
 """Parquet and ORC specifics of data files: physical schemas, codecs, in-memory file sinks
-(Avro's are in `avro_format`).
+(Avro's are in `avro_schema`, `avro_encode` and `avro_decode`).
 
 The physical types follow what Java Paimon writes [JAVA ParquetSchemaConverter, OrcTypeUtil], so
 files we write look like Java's to every reader; pyarrow options that only newer versions have

@@ -23,13 +23,9 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
 from lakeformat import clock
-from lakeformat.data.avro_format import (
-    AvroFileWriter,
-    avro_codec,
-    avro_row_count,
-    iter_avro,
-    writer_schema_json,
-)
+from lakeformat.data.avro_decode import avro_row_count, iter_avro
+from lakeformat.data.avro_encode import AvroFileWriter
+from lakeformat.data.avro_schema import avro_codec, writer_schema_json
 from lakeformat.data.formats import (
     SUPPORTED_WRITE_FORMATS,
     compression_extension,

@@ -28,7 +28,8 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from lakeformat.data.avro_format import AvroFileWriter, avro_codec, writer_schema_json
+from lakeformat.data.avro_encode import AvroFileWriter
+from lakeformat.data.avro_schema import avro_codec, writer_schema_json
 from lakeformat.errors import UnsupportedError
 from lakeformat.schema.types import (
     DataField,

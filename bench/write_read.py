@@ -13,6 +13,19 @@ across batches. The Arrow tables are built once and fed to every peer:
   batches handed over as Parquet files read before timing; scaled down with
   `--pypaimon-rows` (every batch restricted to the same leading slice of the key space);
 * pypaimon 2.1.0 with its Rust backend `pypaimon-rust` (write/commit/read `*.native.enabled`);
+* DuckDB and Polars (the `bench` extra; default thread pools, one thread per core). Write:
+  each batch sorted by id and written as one zstd Parquet file (one file per commit batch,
+  like lakeformat's ingest of the same batches): DuckDB `COPY (SELECT * FROM batch ORDER BY
+  id) TO '...' (FORMAT parquet, COMPRESSION zstd)` on the registered Arrow table, Polars
+  `df.sort("id").write_parquet(..., compression="zstd")`; the batches are handed to each
+  engine (registered in DuckDB, converted to Polars DataFrames) before the clock starts.
+  Read: the same merge as lakeformat's merge-on-read (deduplicate: per id the row with the
+  greatest `_SEQUENCE_NUMBER`) over the data files of lakeformat's table, into memory —
+  DuckDB `SELECT id, arg_max_null(col, _SEQUENCE_NUMBER) ... FROM read_parquet([...]) GROUP
+  BY id` fetched as an Arrow table, Polars `scan_parquet(...)`, sort by (id,
+  _SEQUENCE_NUMBER), `group_by("id", maintain_order=True).agg(col.last())`, `collect()`.
+  Neither orders the merged rows (lakeformat's are ordered within a bucket only). Written
+  files are checked (row count, sorted by id) and merged rows compared with the model;
 * the floor: pyarrow writing the batches as plain zstd Parquet files and reading them back.
 
 Every peer runs `--repeat` times (default 3), each time into a fresh warehouse, and keeps its
@@ -53,9 +66,22 @@ if str(REPO) not in sys.path:  # run as `python bench/write_read.py` from a chec
 
 import lakeformat as lf  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _peers import (  # noqa: E402
+    ZSTD_LEVEL,
+    duckdb_copy_sql,
+    duckdb_label,
+    duckdb_merge_sql,
+    duckdb_to_arrow,
+    import_peer,
+    polars_label,
+    polars_merge,
+)
+
 SIDE_SCRIPT = Path(__file__).resolve().parent / "_pypaimon_side.py"
 TARGET_WRITE = 1_500_000  # rows/s, 2-core machine
 TARGET_READ = 2_500_000  # input rows/s, 2-core machine
+TARGET_INGEST_VS_PEERS = 1.3  # write time / the faster of DuckDB and Polars
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), nullable=False),
     pa.field("qty", pa.int32()),
@@ -231,6 +257,82 @@ def run_parquet_floor(tables: Sequence[pa.Table], base: Path, repeat: int) -> Pe
     return res
 
 
+def check_sorted_files(paths: Sequence[Path], tables: Sequence[pa.Table]) -> str:
+    """'OK' when each file holds its batch's row count, sorted by id."""
+    for path, batch in zip(paths, tables, strict=True):
+        ids = pq.read_table(path, columns=["id"])["id"].to_numpy()
+        if len(ids) != batch.num_rows:
+            return f"MISMATCH: {path.name} holds {len(ids):,} rows, not {batch.num_rows:,}"
+        if len(ids) > 1 and not bool(np.all(ids[1:] >= ids[:-1])):
+            return f"MISMATCH: {path.name} is not sorted by id"
+    return "OK"
+
+
+def run_engine_peer(peer: str, tables: Sequence[pa.Table], data_files: Sequence[str],
+                    base: Path, repeat: int, model: pa.Table) -> PeerResult:
+    """DuckDB or Polars: sorted zstd Parquet writes of the batches, then the merge of
+    lakeformat's data files into memory; best of `repeat` each."""
+    module, why = import_peer(peer)
+    res = PeerResult("DuckDB" if peer == "duckdb" else "Polars", tables[0].num_rows,
+                     sum(t.num_rows for t in tables))
+    if module is None:
+        res.error = why
+        return res
+    values = [c for c in SCHEMA.names if c != "id"]
+    con = None
+    if peer == "duckdb":
+        con = module.connect()
+        res.name = duckdb_label(module, con)
+    else:
+        res.name = polars_label(module)
+        frames = [module.from_arrow(t) for t in tables]  # handed over before the clock
+    checks = []
+    for i in range(repeat):
+        folder = base / f"{peer}-{i}"
+        folder.mkdir(parents=True)
+        paths = [folder / f"commit-{j}.parquet" for j in range(len(tables))]
+        if con is not None:
+            for j, batch in enumerate(tables):
+                con.register(f"batch_{j}", batch)
+            statements = [duckdb_copy_sql(f"SELECT * FROM batch_{j} ORDER BY id", str(path))
+                          for j, path in enumerate(paths)]
+            start = time.perf_counter()
+            for sql in statements:
+                con.execute(sql)
+            write_s = time.perf_counter() - start
+            for j in range(len(tables)):
+                con.unregister(f"batch_{j}")
+            start = time.perf_counter()
+            merged = duckdb_to_arrow(con, duckdb_merge_sql(data_files, "id", values,
+                                                           "deduplicate", order=False))
+            read_s = time.perf_counter() - start
+        else:
+            start = time.perf_counter()
+            for path, frame in zip(paths, frames, strict=True):
+                frame.sort("id").write_parquet(path, compression="zstd",
+                                               compression_level=ZSTD_LEVEL)
+            write_s = time.perf_counter() - start
+            start = time.perf_counter()
+            frame = polars_merge(module, data_files, "id", values, "deduplicate",
+                                 order=False).collect()
+            read_s = time.perf_counter() - start
+            merged = frame.to_arrow()
+            del frame
+        res.write_s = write_s if res.write_s is None else min(res.write_s, write_s)
+        res.read_s = read_s if res.read_s is None else min(res.read_s, read_s)
+        say(f"  {res.name} run {i + 1}: write {write_s:.2f}s, merge {read_s:.2f}s "
+            f"({merged.num_rows:,} rows)")
+        checks.append(f"write {check_sorted_files(paths, tables)}, "
+                      f"merge {check_rows(merged, model)}")
+        del merged
+        shutil.rmtree(folder, ignore_errors=True)
+    bad = [c for c in checks if c != "write OK, merge OK"]
+    res.check = bad[0] if bad else "OK"
+    if con is not None:
+        con.close()
+    return res
+
+
 def run_pypaimon(python: str, mode: str, tables: Sequence[pa.Table], model: pa.Table,
                  bucket: int, base: Path, timeout: float, label: str, repeat: int
                  ) -> PeerResult:
@@ -387,6 +489,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--skip-pypaimon-rust", action="store_true")
     p.add_argument("--peer-timeout", type=float, default=3600.0,
                    help="seconds allowed to each pypaimon process")
+    p.add_argument("--skip-duckdb", action="store_true", help="skip the DuckDB peer")
+    p.add_argument("--skip-polars", action="store_true", help="skip the Polars peer")
     p.add_argument("--profile", action="store_true",
                    help="after the timings, cProfile one lakeformat commit and one read")
     p.add_argument("--profile-top", type=int, default=25)
@@ -399,7 +503,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def print_table(results: list[PeerResult], ours: PeerResult) -> None:
+def print_table(results: list[PeerResult], ours: PeerResult,
+                engine_peers: Sequence[PeerResult] = ()) -> None:
     """The summary: one row per peer, lakeformat's ratios, notes and targets."""
     header = ("peer", "rows/commit", "write rows/s", "read input rows/s",
               "lf/peer write", "lf/peer read", "check")
@@ -433,6 +538,25 @@ def print_table(results: list[PeerResult], ours: PeerResult) -> None:
         f"{fmt_rate(ours.write_rate):>10}  {'PASS' if w_ok else 'MISS'}")
     say(f"  merge-on-read >= {TARGET_READ:>9,} input rows/s  measured "
         f"{fmt_rate(ours.read_rate):>10}  {'PASS' if r_ok else 'MISS'}")
+    ran = [r for r in engine_peers if not r.error and r.check == "OK"]
+    say("  against DuckDB and Polars (same run; a peer that did not run or whose rows "
+        "mismatch is left out):")
+    if not ran or not ours.write_s or not ours.read_s:
+        say("    no DuckDB/Polars figures to compare with")
+        return
+    fastest = min(ran, key=lambda r: r.write_s or math.inf)
+    ingest = ours.write_s / fastest.write_s if fastest.write_s else math.inf
+    say(f"    {'ingest time / the faster of DuckDB and Polars (' + short(fastest) + ')':<58}"
+        f"<= {TARGET_INGEST_VS_PEERS:.1f}x  measured {ingest:5.2f}x  "
+        f"{'PASS' if ingest <= TARGET_INGEST_VS_PEERS else 'MISS'}")
+    for r in ran:
+        ratio = ours.read_s / r.read_s if r.read_s else math.inf
+        say(f"    {'merge-on-read time / ' + short(r) + ' merge (stays ahead)':<58}"
+            f"<  1.0x  measured {ratio:5.2f}x  {'PASS' if ratio < 1.0 else 'MISS'}")
+
+
+def short(r: PeerResult) -> str:
+    return r.name.split()[0]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -463,15 +587,29 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rust_python = args.pypaimon_rust_python or args.pypaimon_python
                 results.append(pypaimon_peer(rust_python, "rust", args.pypaimon_rust_rows,
                                              args, tables, model, base))
+        engine_peers = []
+        data_files = [f["path"] for f in
+                      lf.Catalog(str(lf_warehouse)).get_table("bench.t").files()]
+        for peer in ("duckdb", "polars"):
+            if getattr(args, f"skip_{peer}"):
+                continue
+            say(f"running {peer} (write sorted Parquet; merge lakeformat's "
+                f"{len(data_files)} data files) ...")
+            engine_peers.append(run_engine_peer(peer, tables, data_files, base, args.repeat,
+                                                model))
+        results += engine_peers
         say("running the pyarrow Parquet floor ...")
         results.append(run_parquet_floor(tables, base, args.repeat))
-        print_table(results, ours)
+        print_table(results, ours, engine_peers)
         if args.profile:
             profile_lakeformat(tables, args.bucket, lf_warehouse, base, args.profile_top,
                                args.profile_out)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    return 0 if ours.check == "OK" else 1
+    peers_ok = all(r.error or r.check == "OK" for r in engine_peers)
+    if not peers_ok:
+        say("MISMATCH: DuckDB's or Polars' rows are wrong (see the check column)")
+    return 0 if ours.check == "OK" and peers_ok else 1
 
 
 if __name__ == "__main__":

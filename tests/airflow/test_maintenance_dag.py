@@ -1,9 +1,11 @@
-"""`lakeformat_maintenance` over five tables of different kinds (primary-key tables with three
-merge engines, one of them dynamic-bucket; a bucket-unaware and a bucketed append table; one
-more the pattern leaves out):
+"""`lakeformat_maintenance` over ten tables of different kinds (primary-key tables with three
+merge engines, one of them dynamic-bucket; a bucket-unaware and a bucketed append table; a
+deletion-vector table, a `changelog-producer=lookup` table, an Avro table, a cross-partition
+upsert table and an append table with deletion vectors; one more the pattern leaves out):
 each compacted to one sorted run per bucket, snapshots expired per the table's own policy,
-schema files nothing needs any more deleted; every retained snapshot still reads the same in
-lakeformat and in pypaimon 2.1.0 (run in the interop venv)."""
+schema files nothing needs any more deleted, index files no retained snapshot lists gone;
+every retained snapshot still reads the same in lakeformat and in pypaimon 2.1.0 (run in the
+interop venv)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,10 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
-from tests.support.pypaimon_reader import pypaimon_rows
+from lakeformat.meta.index_manifest import IndexManifestFile
+from lakeformat.operation.scan import FileStoreScan
+from tests.support.deletion_vectors import live_entries, mark_deleted
+from tests.support.pypaimon_reader import pypaimon_rows_many
 
 DAY = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False),
@@ -32,8 +37,28 @@ TABLES = {
                  "snapshot.num-retained.max": "1"}, 1),
     "sales.events": ({"bucket-key": "id", "snapshot.num-retained.min": "1",
                       "snapshot.num-retained.max": "1"}, 1),
+    # lookup tables: their writes compact before returning, leaving deletion vectors on the
+    # rows a lookup compaction replaced (index files under index/), the lookup producer also
+    # changelog files
+    "db.vectors": ({"deletion-vectors.enabled": "true", "snapshot.num-retained.min": "1",
+                    "snapshot.num-retained.max": "1"}, 1),
+    "db.lookup": ({"changelog-producer": "lookup", "snapshot.num-retained.min": "2",
+                   "snapshot.num-retained.max": "2"}, 2),
+    # data files in Avro
+    "sales.avro": ({"file.format": "avro", "snapshot.num-retained.min": "1",
+                    "snapshot.num-retained.max": "1"}, 1),
+    # cross-partition upsert: the key leaves out `dt`, a key moves to the partition written
+    "db.moves": ({"bucket": "-1", "snapshot.num-retained.min": "1",
+                  "snapshot.num-retained.max": "1"}, 1),
+    # an append table with deletion vectors (marked as Java's DELETE marks them)
+    "sales.marked": ({"bucket": "-1", "deletion-vectors.enabled": "true",
+                      "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}, 1),
 }
-APPEND = ("db.logs", "sales.events")
+APPEND = ("db.logs", "sales.events", "sales.marked")
+CROSS_PARTITION = ("db.moves",)
+LOOKUP = ("db.vectors", "db.lookup")
+#: tables whose history leaves deletion vectors
+VECTORS = ("db.vectors", "db.lookup", "sales.marked")
 ORDER = [("dt", "ascending"), ("id", "ascending"), ("v", "ascending")]
 COMMON = {"bucket": "2", "schema.num-retained.min": "1", "schema.time-retained": "1 ms",
           "snapshot.time-retained": "1 ms"}
@@ -41,19 +66,28 @@ COMMON = {"bucket": "2", "schema.num-retained.min": "1", "schema.time-retained":
 
 def _history(catalog: lf.Catalog, name: str, options: dict[str, str]) -> None:
     """Three writes over two partitions; after the first, two schema changes in a row: schema 1
-    is never written with (nothing can need it), schema 2 is the latest."""
+    is never written with (nothing can need it), schema 2 is the latest. The first write to a
+    lookup table is large: the small writes after it are looked up against it (not merged with
+    it), so the rows they replace there get deletion vectors. The append table with deletion
+    vectors then has rows of two files deleted."""
     db = name.split(".")[0]
     catalog.create_database(db, exist_ok=True)
-    keys = [] if name in APPEND else ["dt", "id"]
+    keys = [] if name in APPEND else ["id"] if name in CROSS_PARTITION else ["dt", "id"]
     t = catalog.create_table(name, SCHEMA, primary_keys=keys, partition_keys=["dt"],
                              options={**COMMON, **options})
     for i in range(3):
-        t.write(pa.table({"dt": ["2024-01-01", "2024-01-02"] * 4,
-                          "id": [1, 1, 2, 2, 3, 3, i + 4, i + 4],
-                          "v": [i * 10 + k for k in range(8)]}, schema=SCHEMA))
+        n = 4 + (300 if i == 0 and name in LOOKUP else 0)
+        t.write(pa.table({"dt": ["2024-01-01", "2024-01-02"] * n,
+                          "id": [1, 1, 2, 2, 3, 3, i + 4, i + 4] + list(range(100, 2 * n + 92)),
+                          "v": [i * 10 + k for k in range(2 * n)]}, schema=SCHEMA))
         if i == 0:
             t.alter(lf.SchemaChange.add_column("note", pa.string()))
             t.alter(lf.SchemaChange.update_column_comment("note", "free text"))
+    if name == "sales.marked":  # as a Java DELETE does it
+        t = catalog.get_table(name)
+        first, second = sorted(live_entries(t), key=lambda e: e.file.file_name)[:2]
+        mark_deleted(t, {first.file.file_name: [0, 2]})
+        mark_deleted(catalog.get_table(name), {second.file.file_name: [1]})
 
 
 def _sorted_runs(table: lf.Table) -> dict[tuple, int]:
@@ -70,6 +104,32 @@ def _schema_files(table: lf.Table) -> list[int]:
     return [s.id for s in table.schemas()]
 
 
+def _index_files(table: lf.Table) -> set[str]:
+    """Names of the files under the table's index/ folder."""
+    index_dir = table.file_io.join(table.path, "index")
+    return {s.path.rsplit("/", 1)[-1] for s in table.file_io.list_status(index_dir)}
+
+
+def _listed_index_files(table: lf.Table, snapshots: list | None = None,
+                        kind: str | None = None) -> set[str]:
+    """Names of the index files (of `kind`, when given) the snapshots (default: all the
+    table's) list."""
+    index = IndexManifestFile(table.file_io, table.path, table.table_schema.options)
+    snapshots = table.snapshots() if snapshots is None else snapshots
+    return {e.file_name for s in snapshots for e in index.read(s.index_manifest)
+            if kind is None or e.index_type == kind}
+
+
+def _changelog_files(table: lf.Table, snapshots: list | None = None) -> set[str]:
+    """Names of the changelog files on disk, or (with `snapshots`) those they list."""
+    if snapshots is None:
+        return {name for s in table.file_io.list_recursive(table.path)
+                if (name := s.path.rsplit("/", 1)[-1]).startswith("changelog-")}
+    scan = FileStoreScan(table.file_io, table.path, table.table_schema)
+    return {e.file.file_name for s in snapshots
+            for e in scan.read_entries(scan.changelog_manifests(s))}
+
+
 @pytest.mark.parametrize("where", ["local", "s3"])
 def test_maintenance_dag(where, request, dags):
     if where == "s3":
@@ -81,6 +141,12 @@ def test_maintenance_dag(where, request, dags):
         _history(catalog, name, opts)
     _history(catalog, "other.untouched", {})
     expected = {name: catalog.get_table(name).read().sort_by(ORDER) for name in TABLES}
+    index_before = {name: _index_files(catalog.get_table(name)) for name in TABLES}
+    for name in VECTORS:  # the histories left deletion vectors for maintenance to clean up
+        vectors = _listed_index_files(catalog.get_table(name), kind="DELETION_VECTORS")
+        assert vectors and vectors <= index_before[name], name
+    changelog_before = _changelog_files(catalog.get_table("db.lookup"))
+    assert changelog_before  # the lookup producer's
     untouched = [s.id for s in catalog.get_table("other.untouched").snapshots()]
 
     dag = dags.load("lakeformat_maintenance.py", "lakeformat_maintenance")
@@ -93,6 +159,7 @@ def test_maintenance_dag(where, request, dags):
     cleaned = [dags.xcom(run, "maintain.clean_schemas", i) for i in range(len(TABLES))]
     assert [c["schema_files_deleted"] for c in cleaned] == [1] * len(TABLES)
 
+    retained: list[tuple[str, int]] = []
     for name, (_, keep) in TABLES.items():
         table = catalog.get_table(name)
         assert set(_sorted_runs(table).values()) == {1}, name
@@ -108,13 +175,25 @@ def test_maintenance_dag(where, request, dags):
             left = table.file_io.list_status(index_dir)
             buckets = {(f["partition"], f["bucket"]) for f in table.inspect.files().to_pylist()}
             assert len(left) == len(buckets) > 1, (left, buckets)  # one HASH file per bucket
+        # every index file left is one a retained snapshot lists: those only expired snapshots
+        # listed went with them; a full compaction leaves no deletion vector
+        left = _index_files(table)
+        assert left == _listed_index_files(table), (name, left)
+        assert not _listed_index_files(table, snaps[-1:], "DELETION_VECTORS"), name
+        if name in VECTORS and keep == 1:  # the snapshots listing vectors all expired
+            assert index_before[name] and not left, name
+        if name == "db.lookup":  # the changelog files of the expired snapshots went too
+            left = _changelog_files(table)
+            assert left == _changelog_files(table, snaps) and changelog_before - left, left
         for snap in snaps:
             got = table.read(snapshot_id=snap.id).sort_by(ORDER)
             assert got.select(SCHEMA.names).equals(expected[name].select(SCHEMA.names)), name
-            if where == "local":
-                theirs = pypaimon_rows(uri, name, snapshot_id=snap.id)
-                assert "error" not in theirs, theirs
-                assert sorted((r["dt"], r["id"], r["v"]) for r in theirs["rows"]) == sorted(
-                    zip(*[expected[name][c].to_pylist() for c in ("dt", "id", "v")])), name
+            retained.append((name, snap.id))
+    if where == "local":  # pypaimon reads every retained snapshot the same (one process)
+        for (name, snap_id), theirs in zip(retained, pypaimon_rows_many(uri, retained),
+                                           strict=True):
+            assert "error" not in theirs, (name, snap_id, theirs)
+            assert sorted((r["dt"], r["id"], r["v"]) for r in theirs["rows"]) == sorted(
+                zip(*[expected[name][c].to_pylist() for c in ("dt", "id", "v")])), (name, snap_id)
     # the pattern left this table alone
     assert [s.id for s in catalog.get_table("other.untouched").snapshots()] == untouched

@@ -368,7 +368,10 @@ class _BucketCompaction:
                 if log is not None and piece.changelog is not None \
                         and piece.changelog.num_rows:
                     log.append(piece.changelog)
-                if piece.replaced:
+                # only a deletion-vector table marks the rows its results replace; other
+                # lookup tables (changelog-producer=lookup, force-lookup) keep them, and their
+                # reads merge only the newest record above level 0 [JAVA dvMaintainer null]
+                if piece.replaced and self.ex.options.deletion_vectors_enabled:
                     merge_positions(self.replaced, piece.replaced)
         self.before += [f for s in sections for run in s for f in run]
         self.after += data.close()

@@ -51,6 +51,10 @@ BUDGET_COPIES = 6
 MIN_PIECE_BYTES = 16 << 10
 #: per row, the tie rank of its file (`compact_levels.tie_ranks`); never written
 FILE_RANK = "_FILE_RANK"
+#: per row, the level of its file; never written. A sorted run of a section may chain files
+#: of several levels (`interval_partition` packs by key range), so a record's level is its
+#: file's, never its run's [JAVA KeyValue.level]
+FILE_LEVEL = "_FILE_LEVEL"
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,6 @@ class MergedSlice:
 class _SectionRuns:
     """What a slice needs to know of the runs of its section."""
 
-    levels: np.ndarray  # per run, its level
     lookup: np.ndarray  # per run, whether it is a lookup run (above the output)
     lookup_files: list[str]  # file names of the lookup runs, by `LOOKUP_FILE` index
     lookup_changelog: bool
@@ -78,10 +81,12 @@ class _RunReader:
     trust the metadata to tell where a run ends: rows past it would be dropped silently)."""
 
     def __init__(self, files: Sequence[DataFileMeta], open_file, piece_bytes: int,
-                 ranks: dict[str, int] | None, file_ids: dict[str, int] | None = None):
+                 ranks: dict[str, int] | None, file_ids: dict[str, int] | None = None,
+                 levels: bool = False):
         self.files = list(files)
         self._ranks = ranks
         self._file_ids = file_ids
+        self._levels = levels  # tag each row with its file's level (`FILE_LEVEL`)
         self.done = not self.files
         self._open = open_file
         self._piece_bytes = piece_bytes
@@ -112,6 +117,9 @@ class _RunReader:
             if piece.num_rows:
                 self._rows += piece.num_rows
                 name = self._current.file_name  # type: ignore[union-attr]
+                if self._levels:
+                    piece = piece.append_column(FILE_LEVEL, pa.array(np.full(
+                        piece.num_rows, self._current.level, dtype=np.int64)))  # type: ignore[union-attr]
                 if self._file_ids is not None:
                     piece = piece.append_column(LOOKUP_FILE, pa.array(
                         np.full(piece.num_rows, self._file_ids.get(name, -1), dtype=np.int64)))
@@ -190,11 +198,9 @@ class MergeTreeReader:
         lookup_files = [f.file_name for r in lookup_runs for f in r]
         file_ids = {n: i for i, n in enumerate(lookup_files)} if lookup_runs else None
         opener = self._open_positioned if lookup_runs else self._open
-        readers = [_RunReader(r, opener, piece_bytes, ranks, file_ids) for r in runs]
-        top = np.array([changelog_level is not None and bool(r) and r[0].level == changelog_level
-                        for r in runs])
-        meta = _SectionRuns(np.array([r[0].level if r else 0 for r in runs], dtype=np.int64),
-                            np.arange(len(runs)) >= own, lookup_files, lookup_changelog, dedup)
+        levels = self.lookup or changelog_level is not None
+        readers = [_RunReader(r, opener, piece_bytes, ranks, file_ids, levels) for r in runs]
+        meta = _SectionRuns(np.arange(len(runs)) >= own, lookup_files, lookup_changelog, dedup)
         pending: list[pa.Table | None] = [None] * len(runs)
         while True:
             for i, reader in enumerate(readers):
@@ -204,8 +210,7 @@ class MergeTreeReader:
             if not active:
                 return
             bounded = [i for i in active if not readers[i].done]
-            result = self._slice(pending, active, bounded, top, drop_delete,
-                                 changelog_level is not None, meta)
+            result = self._slice(pending, active, bounded, changelog_level, drop_delete, meta)
             if result.rows.num_rows or result.replaced or (
                     result.changelog is not None and result.changelog.num_rows):
                 yield result
@@ -230,7 +235,7 @@ class MergeTreeReader:
                 yield MergedSlice(rows, None)
 
     def _slice(self, pending: list[pa.Table | None], active: list[int], bounded: list[int],
-               top: np.ndarray, drop_delete: bool, changelog: bool, meta: _SectionRuns
+               changelog_level: int | None, drop_delete: bool, meta: _SectionRuns
                ) -> MergedSlice:
         """Merge every pending row whose key is <= the bound. A run is key-sorted, so those
         rows are a prefix of its piece: the cut is found before sorting, only the rows merged
@@ -257,12 +262,13 @@ class MergeTreeReader:
                                  concat[FILE_RANK].to_numpy() if ranked else None).to_numpy()
         groups = key_groups(concat.select(self.ctx.key_names).take(pa.array(emit)),
                             self.ctx.key_names)
-        extra = [c for c in (FILE_RANK, ROW_POSITION, LOOKUP_FILE) if c in concat.column_names]
+        extra = [c for c in (FILE_RANK, ROW_POSITION, LOOKUP_FILE, FILE_LEVEL)
+                 if c in concat.column_names]
+        level = concat[FILE_LEVEL].to_numpy() if FILE_LEVEL in concat.column_names else None
         records = concat.drop_columns(extra) if extra else concat  # engines: records only
         sel = replaced = None
         if self.lookup:
-            sel = lookup_merge.select(emit, groups, meta.levels[run_of_row],
-                                      meta.lookup[run_of_row])
+            sel = lookup_merge.select(emit, groups, level, meta.lookup[run_of_row])
             emit, groups = sel.emit, sel.groups
             if len(sel.replaced):
                 replaced = _positions(concat, sel.replaced, meta.lookup_files)
@@ -270,9 +276,9 @@ class MergeTreeReader:
                 return MergedSlice(records.slice(0, 0).select(self.names), None, replaced)
         merged = self.merge(records, emit, groups).select(self.names)
         log = None
-        if changelog:
-            log = self._changelog(records, emit, groups, merged, top[run_of_row[emit]],
-                                  meta.dedup)
+        if changelog_level is not None:
+            log = self._changelog(records, emit, groups, merged,
+                                  level[emit] == changelog_level, meta.dedup)
         elif sel is not None and meta.lookup_changelog:
             log = lookup_merge.changelog(records, sel, merged, self.names, meta.dedup)
         if drop_delete:

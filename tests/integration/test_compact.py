@@ -253,8 +253,9 @@ def test_failed_merge_deletes_what_was_written(catalog, monkeypatch):
 
 
 def test_unsupported_options_are_refused(catalog):
-    t = make(catalog, **{"changelog-producer": "lookup"})
-    with pytest.raises(UnsupportedError, match="changelog-producer=lookup"):
+    t = make(catalog, **{"changelog-producer": "lookup", "merge-engine": "first-row"})
+    t.write(rows("d", [1]))
+    with pytest.raises(UnsupportedError, match="first-row with changelog-producer=lookup"):
         t.compact()
     t = make(catalog, "db.t2", **{"compaction.force-up-level-0": "true"})
     t.write(rows("d", [1]))

@@ -59,7 +59,9 @@ class CommitResult:
                 f"{rows}, +{self.files_added}/-{self.files_deleted} files, "
                 f"{human_size(self.bytes_added)} in {self.duration_s:.2f}s"
                 + (f", renumbered {self.rewrites}x after concurrent commits"
-                   if self.rewrites else ""))
+                   if self.rewrites else "")
+                + (f", compacted in snapshot(s) {self.compaction_snapshot_ids}"
+                   if self.compaction_snapshot_ids else ""))
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
 """`lakeformat_maintenance` over ten tables of different kinds (primary-key tables with three
 merge engines, one of them dynamic-bucket; a bucket-unaware and a bucketed append table; a
-deletion-vector table, a `changelog-producer=lookup` table, an Avro table, a cross-partition
-upsert table and an append table with deletion vectors; one more the pattern leaves out):
-each compacted to one sorted run per bucket, snapshots expired per the table's own policy,
-schema files nothing needs any more deleted, index files no retained snapshot lists gone;
-every retained snapshot still reads the same in lakeformat and in pypaimon 2.1.0 (run in the
-interop venv)."""
+deletion-vector table, a `changelog-producer=lookup` table with deletion vectors, an Avro
+table, a cross-partition upsert table and an append table with deletion vectors; one more the
+pattern leaves out): each compacted to one sorted run per bucket, snapshots expired per the
+table's own policy, schema files nothing needs any more deleted, index files no retained
+snapshot lists gone; every retained snapshot still reads the same in lakeformat and in pypaimon
+2.1.0 (run in the interop venv)."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ TABLES = {
     # changelog files
     "db.vectors": ({"deletion-vectors.enabled": "true", "snapshot.num-retained.min": "1",
                     "snapshot.num-retained.max": "1"}, 1),
-    "db.lookup": ({"changelog-producer": "lookup", "snapshot.num-retained.min": "2",
-                   "snapshot.num-retained.max": "2"}, 2),
+    "db.lookup": ({"changelog-producer": "lookup", "deletion-vectors.enabled": "true",
+                   "snapshot.num-retained.min": "2", "snapshot.num-retained.max": "2"}, 2),
     # data files in Avro
     "sales.avro": ({"file.format": "avro", "snapshot.num-retained.min": "1",
                     "snapshot.num-retained.max": "1"}, 1),
@@ -186,14 +186,19 @@ def test_maintenance_dag(where, request, dags):
             left = _changelog_files(table)
             assert left == _changelog_files(table, snaps) and changelog_before - left, left
         for snap in snaps:
+            retained.append((name, snap.id))
+            if name in LOOKUP and snap.commit_kind != "COMPACT":
+                # a deletion-vector table's write snapshot shows its rows once its compaction
+                # lands (level 0 is not read): compared with pypaimon below, not the final rows
+                continue
             got = table.read(snapshot_id=snap.id).sort_by(ORDER)
             assert got.select(SCHEMA.names).equals(expected[name].select(SCHEMA.names)), name
-            retained.append((name, snap.id))
     if where == "local":  # pypaimon reads every retained snapshot the same (one process)
         for (name, snap_id), theirs in zip(retained, pypaimon_rows_many(uri, retained),
                                            strict=True):
             assert "error" not in theirs, (name, snap_id, theirs)
+            mine = catalog.get_table(name).read(snapshot_id=snap_id)
             assert sorted((r["dt"], r["id"], r["v"]) for r in theirs["rows"]) == sorted(
-                zip(*[expected[name][c].to_pylist() for c in ("dt", "id", "v")])), (name, snap_id)
+                zip(*[mine[c].to_pylist() for c in ("dt", "id", "v")])), (name, snap_id)
     # the pattern left this table alone
     assert [s.id for s in catalog.get_table("other.untouched").snapshots()] == untouched

@@ -330,7 +330,7 @@ REFUSED_ALTERS = [
     (SC.set_option("bucket", "-1"), "bucket"),
     (SC.remove_option("bucket"), "bucket"),
     (SC.set_option("bucket-key", "v"), "bucket-key"),
-    (SC.set_option("file.format", "avro"), "avro"),
+    (SC.set_option("file.format", "lance"), "lance"),
     (SC.set_option("sequence.field", "nope"), "nope"),
     (SC.update_column_position(Move.after("v", "v")), "itself"),
 ]

@@ -156,6 +156,20 @@ def serialize_vector(positions: np.ndarray) -> bytes:
     return struct.pack(">i", len(data)) + data + struct.pack(">I", zlib.crc32(data))
 
 
+def frame_cardinality(frame: bytes | memoryview) -> int:
+    """Deleted rows of one framed vector, from its bitmap's container headers alone."""
+    buf = memoryview(frame)[8:]  # past size and magic
+    cookie = struct.unpack_from("<I", buf, 0)[0]
+    if cookie & 0xFFFF == _COOKIE_RUN:
+        n = (cookie >> 16) + 1
+        pos = 4 + (n + 7) // 8
+    else:
+        n = struct.unpack_from("<I", buf, 4)[0]
+        pos = 8
+    header = np.frombuffer(buf, "<u2", 2 * n, pos)
+    return int(header[1::2].astype(np.int64).sum()) + n
+
+
 def deserialize_vector(frame: bytes | memoryview, where: str, length: int | None = None
                        ) -> np.ndarray:
     """Positions of one framed vector (`frame` starts at its size field)."""
@@ -225,7 +239,7 @@ def write_index_file(index_file: IndexManifestFile, partition: bytes, bucket: in
     ranges = []
     for data_file, frame in vectors.items():
         size = struct.unpack_from(">i", frame, 0)[0]
-        cardinality = len(deserialize_vector(frame, data_file, size))
+        cardinality = frame_cardinality(frame)
         ranges.append(DeletionVectorRange(data_file, len(out), size, cardinality))
         out += frame
     name = index_file.new_index_file_name()

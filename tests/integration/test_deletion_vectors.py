@@ -18,6 +18,7 @@ from lakeformat.meta.deletion_vector import (
     decode_bitmap,
     deserialize_vector,
     encode_bitmap,
+    frame_cardinality,
     serialize_vector,
 )
 from lakeformat.operation.scan import FileStoreScan
@@ -63,6 +64,7 @@ def test_vectors_round_trip_through_java_layout(positions):
     assert len(frame) == 4 + size + 4
     assert int.from_bytes(frame[4:8], "big") == 1581511376  # BitmapDeletionVector.MAGIC_NUMBER
     assert deserialize_vector(frame, "f", size).tolist() == sorted(set(positions))
+    assert frame_cardinality(frame) == len(set(positions))
     with pytest.raises(CorruptFileError, match="checksum"):
         deserialize_vector(frame[:-1] + bytes([frame[-1] ^ 1]), "f")
 
@@ -145,27 +147,31 @@ def test_append_table_vectors_apply_to_reads_and_compaction(catalog):
 def test_compacting_some_files_keeps_the_others_vectors(catalog):
     t = catalog.create_table("db.logs", KV, partition_keys=["dt"],
                              options={"deletion-vectors.enabled": "true",
-                                      "target-file-size": "1 mb"})
+                                      "target-file-size": "16 kb"})
     t.write(pa.table({"dt": ["d1"] * 60_000, "id": np.arange(60_000),
                       "v": [f"x{i:08d}" * 2 for i in range(60_000)]}, schema=KV))
-    big = live_entries(t)[0].file
+    big = max((e.file for e in live_entries(t)), key=lambda f: f.file_size)
     for i in range(3):
         t.write(batch(range(100 + i, 101 + i), "s"))
-    small = [e.file for e in live_entries(t) if e.file.file_name != big.file_name]
-    mark_deleted(t, {big.file_name: [1, 2], small[0].file_name: [0]})
+    small = [e.file for e in live_entries(t) if e.file.row_count == 1]
+    assert len(small) == 3
+    mark_deleted(t, {big.file_name: [1, 2], small[0].file_name: [0]})  # one index file
     t = catalog.get_table("db.logs")
+    scan = FileStoreScan(t.file_io, t.path, t.table_schema)
+    before = scan.deletion_files(t.latest_snapshot())
     want = rows(t)
-    assert len(want) == 60_000 + 3 - 3
     t.compact(full=True)
     t = catalog.get_table("db.logs")
     assert rows(t) == want
     live = {e.file.file_name for e in live_entries(t)}
-    dvs = FileStoreScan(t.file_io, t.path, t.table_schema).deletion_files(t.latest_snapshot())
-    kept = {name for files in dvs.values() for name in files}
-    if big.file_name in live:  # the big file stays: its vector is carried into a new index file
-        assert kept == {big.file_name}
-    else:
-        assert kept == set()
+    assert big.file_name in live and not live & {f.file_name for f in small}
+    after = scan.deletion_files(t.latest_snapshot())
+    kept = {name: d for files in after.values() for name, d in files.items()}
+    assert set(kept) == {big.file_name}  # the small file's vector went with it
+    old = [d for files in before.values() for name, d in files.items()
+           if name == big.file_name][0]
+    assert kept[big.file_name].index_file != old.index_file  # carried into a new index file
+    assert kept[big.file_name].cardinality == 2
 
 
 # -- compaction ----------------------------------------------------------------------------------

@@ -223,16 +223,18 @@ class Segments:
         return len(self.start)
 
 
-_GID_CACHE: list = [None, None, None]
+_GID_CACHE: tuple = (None, None, None)
 
 
 def group_ids(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Group number of every row; cached for the columns of one merge (same arrays)."""
-    cached = _GID_CACHE
-    if cached[0] is starts and cached[1] is ends:
-        return cached[2]
+    """Group number of every row; cached for the columns of one merge (same arrays). The cache
+    is one tuple replaced whole, so a merge in another thread never sees a mixed entry."""
+    global _GID_CACHE
+    cached_starts, cached_ends, cached_gid = _GID_CACHE
+    if cached_starts is starts and cached_ends is ends:
+        return cached_gid
     gid = np.repeat(np.arange(len(starts), dtype=np.int64), ends - starts + 1)
-    _GID_CACHE[:] = [starts, ends, gid]
+    _GID_CACHE = (starts, ends, gid)
     return gid
 
 

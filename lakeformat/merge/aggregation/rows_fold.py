@@ -7,9 +7,15 @@ of every group at once, on a flat table of accumulator entries. Each entry is a 
 per field by the pool element (a flattened input element) that supplies the field, so partial
 updates can assemble new rows. Subclasses define agg / retract on whole entry tables. This is
 the shared base of the `nested_rows` and `keytime` families (it imports only `base` and `codes`).
+
+`_setup` keeps arrays derived from one call's pool on the aggregator, while one engine's
+aggregators serve concurrent merges (write and compaction jobs merge their buckets in a thread
+pool), so every `reduce` folds on its own shallow copy of the aggregator.
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 import pyarrow as pa
@@ -78,6 +84,13 @@ def operand(pool: EntryPool, rows_of_slot: np.ndarray, field_valid: np.ndarray) 
 
 class RowsFold(FieldAggregator):
     """Lock-step fold over entry tables; subclasses define agg and retract on operands."""
+
+    def reduce(self, values: pa.Array | pa.ChunkedArray, starts: np.ndarray, ends: np.ndarray,
+               ops: np.ndarray, init: pa.Array | None = None,
+               init_mask: np.ndarray | None = None) -> pa.Array:
+        # a private copy per call: the state `_setup` stores must not be shared between threads
+        return FieldAggregator.reduce(copy.copy(self), values, starts, ends, ops, init,
+                                      init_mask)
 
     def _setup(self, pool: EntryPool) -> None:
         raise NotImplementedError

@@ -3,17 +3,21 @@ expectations and the model."""
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakeformat.errors import InvalidOptionError, LakeformatError
 from lakeformat.merge.aggregation.registry import create_aggregator
+from lakeformat.merge.aggregation.rows_fold import RowsFold
 from lakeformat.schema.types import (
     DataField,
     DataType,
     int_,
     string,
+    to_arrow,
 )
 
 from .aggregation_model import (
@@ -146,6 +150,50 @@ def test_nested_partial_update_examples_from_java():
     assert as_set(got) == as_set([r(0, 0, "a", 1), r(0, 1, "B", 2)])
     with pytest.raises(LakeformatError, match="'nested_partial_update' does not support"):
         fold("nested_partial_update", NESTED, [[(RETRACT, [r(0, 0, "A")])]], KEYED)
+
+
+def reduce_on(agg, groups):
+    """`fold` on a given aggregator (groups of (op, value) rows)."""
+    values = [v for g in groups for _, v in g]
+    ops = np.array([op for g in groups for op, _ in g], dtype=np.int8)
+    sizes = np.array([len(g) for g in groups], dtype=np.int64)
+    ends = np.cumsum(sizes) - 1
+    out = agg.reduce(pa.array(values, to_arrow(NESTED)), ends - sizes + 1, ends, ops)
+    return out.to_pylist()
+
+
+@pytest.mark.parametrize("ignore_retract", ["false", "true"])
+def test_nested_update_folds_sharing_an_aggregator_keep_their_own_state(monkeypatch,
+                                                                        ignore_retract):
+    # One engine's aggregators merge several buckets at once (a write job's thread pool). A
+    # fold that runs while another is between its setup and its output (here: from inside
+    # it) used to overwrite the other's pool arrays: IndexError, or rows from the wrong pool.
+    opts = {"fields.f.nested-key": "k0", "fields.f.nested-sequence-field": "seq",
+            "fields.f.ignore-retract": ignore_retract}
+    agg = create_aggregator("nested_update", DataField(0, "f", NESTED), opts)
+    first = [[(RETRACT, [r(0, None, "y", 0), None, r(0, None, "x")]),
+              (RETRACT, [None, r(None, None, "x")]),
+              (AGG, [r(2, None, "y"), None, r(0, None, None, 0)])],
+             [(AGG, [r(2, None, None), r(1, None, None)]),
+              (AGG, [None, r(None, None, "x"), None]), (AGG, []), (RETRACT, [None]),
+              (RETRACT, [None, None]), (AGG, [None])]]
+    second = [[(AGG, [r(5, None, "z", 1)])]]
+    inner = []
+    lists = RowsFold._lists
+
+    def interleaved(self, *args):
+        if not inner:
+            inner.append(None)
+            inner[0] = reduce_on(agg, second)
+        return lists(self, *args)
+
+    monkeypatch.setattr(RowsFold, "_lists", interleaved)
+    got = reduce_on(agg, first)
+    assert inner == [[[r(5, None, "z", 1)]]]
+    # Java: retracts from a null accumulator (or of null rows) change nothing; keys upsert
+    assert [as_set(g) for g in got] == [
+        as_set([r(2, None, "y"), r(0, None, None, 0)]),
+        as_set([r(2, None, None), r(1, None, None), r(None, None, "x")])]
 
 KT_ROW = DataType("ROW", fields=(DataField(1, "v", string()), DataField(2, "ts", string())))
 

@@ -23,7 +23,7 @@ from lakeformat.merge.sort import (
     VALUE_KIND,
     KeyGroups,
     key_groups,
-    merge_permutation,
+    merge_order,
     pick_rows,
     sort_for_merge,
 )
@@ -54,6 +54,13 @@ class MergeEngine:
     def merge_groups(self, table: pa.Table, groups: KeyGroups) -> pa.Table:
         """One merged row per key group of `table`, which is in merge order."""
         raise NotImplementedError
+
+    def merge_permuted(self, table: pa.Table, perm: np.ndarray, groups: KeyGroups
+                       ) -> pa.Table:
+        """`merge_groups` of the rows `perm` (numpy) takes from `table`. Engines that can
+        gather each column's result straight from `table` override this and skip reordering
+        every column first."""
+        return self.merge_groups(table.take(pa.array(perm)), groups)
 
     def select(self, kinds: np.ndarray, groups: KeyGroups) -> tuple[np.ndarray, np.ndarray]:
         """For `picks_rows` engines: the winning row per group (positions in merge order) and
@@ -92,15 +99,9 @@ class MergeEngine:
         if table.num_rows <= 1:
             return table
         ctx = self.ctx
-        perm = merge_permutation(table, ctx.key_names, ctx.sequence_fields,
-                                 ctx.sequence_ascending, file_ranks)
-        if not self.picks_rows:
-            ordered = table.take(perm)
-            return self.merge_groups(ordered, key_groups(ordered, ctx.key_names))
-        keys = table.select(ctx.key_names + [VALUE_KIND]).take(perm)
-        groups = key_groups(keys, ctx.key_names)
-        rows, override = self.select(keys[VALUE_KIND].to_numpy(), groups)
-        return pick_rows(table, perm.to_numpy()[rows], override, DELETE)
+        perm, groups = merge_order(table, ctx.key_names, ctx.sequence_fields,
+                                   ctx.sequence_ascending, file_ranks)
+        return self.merge_sorted(table, perm, groups)
 
     def merge_sorted(self, table: pa.Table, perm: np.ndarray | None = None,
                      groups: KeyGroups | None = None) -> pa.Table:
@@ -113,7 +114,7 @@ class MergeEngine:
         if groups is None:
             raise InvalidArgumentError("merge_sorted: `groups` must come with `perm`")
         if not self.picks_rows:
-            return self.merge_groups(table.take(pa.array(perm)), groups)
+            return self.merge_permuted(table, perm, groups)
         kinds = table[VALUE_KIND].to_numpy()[perm] if table.num_rows else perm[:0]
         rows, override = self.select(kinds, groups)
         return pick_rows(table, perm[rows], override, DELETE)

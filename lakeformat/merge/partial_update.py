@@ -87,6 +87,12 @@ class PartialUpdateEngine(MergeEngine):
             return table
         return _Merge(table, groups, self.ctx, self.cfg).run()
 
+    def merge_permuted(self, table: pa.Table, perm: np.ndarray, groups: KeyGroups
+                       ) -> pa.Table:
+        if len(groups) == len(perm):
+            return table.take(pa.array(perm))
+        return _Merge(table, groups, self.ctx, self.cfg, perm).run()
+
     def required_columns(self, requested: Sequence[str]) -> list[str]:
         """A sequence group's ordering fields decide every field it protects and the merge
         walks each group whole: every column of every group is read, with NOT NULL ones."""
@@ -328,12 +334,19 @@ def _valid(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 class _Merge:
-    """One call of the engine: per-row flags shared by every column, then column by column."""
+    """One call of the engine: per-row flags shared by every column, then column by column.
+
+    `perm` (optional): the rows of `table` to merge, in merge order (all of them, or those a
+    lookup merge selected). Per-row flags are then gathered through it and each result column
+    is taken from `table` at `perm[position]`, so no column is reordered whole; sequence
+    groups walk reordered columns (taken first)."""
 
     def __init__(self, table: pa.Table, groups: KeyGroups, ctx: MergeContext,
-                 cfg: PartialUpdateConfig):
-        self.table, self.ctx, self.cfg = table, ctx, cfg
-        n = self.n = table.num_rows
+                 cfg: PartialUpdateConfig, perm: np.ndarray | None = None):
+        if perm is not None and cfg.groups:
+            table, perm = table.take(pa.array(perm)), None
+        self.table, self.ctx, self.cfg, self.perm = table, ctx, cfg, perm
+        n = self.n = table.num_rows if perm is None else len(perm)
         self.starts, self.ends = groups.starts, groups.ends
         sizes = groups.sizes
         self.n_keys = len(groups)
@@ -341,7 +354,7 @@ class _Merge:
         self.rows = np.arange(n, dtype=np.int64)
         self.key_of_row = np.repeat(np.arange(self.n_keys, dtype=np.int64), sizes)
         self.merged = np.repeat(~self.lone, sizes)  # rows of keys with 2+ records
-        kinds = _np(table[VALUE_KIND])
+        kinds = self._values(VALUE_KIND)
         retract = (kinds == UPDATE_BEFORE) | (kinds == DELETE)
         self.kinds = kinds
         self.add = ~retract & self.merged
@@ -355,6 +368,22 @@ class _Merge:
         self.reset = np.zeros(n, dtype=bool)  # records that replace the whole row
 
     # -- helpers -------------------------------------------------------------------------------
+    def _values(self, name: str) -> np.ndarray:
+        """A column's values in merge order, as numpy."""
+        values = _np(self.table[name])
+        return values if self.perm is None else values[self.perm]
+
+    def _valid(self, col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+        """Whether each record (in merge order) has a value in `col`."""
+        if col.null_count == 0:
+            return np.ones(self.n, dtype=bool)
+        valid = _valid(col)
+        return valid if self.perm is None else valid[self.perm]
+
+    def _source(self, positions: np.ndarray) -> np.ndarray:
+        """Rows of `table` at positions in merge order."""
+        return positions if self.perm is None else self.perm[positions]
+
     def last(self, event: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per key: the position of its last row with `event` set, and whether there is one."""
         if event.all():
@@ -394,14 +423,14 @@ class _Merge:
             if i is not None and i in group_values:
                 out_cols[name] = group_values[i]
             elif name in self.ctx.key_names:
-                out_cols[name] = self.table[name].take(pa.array(self.ends))
+                out_cols[name] = self.table[name].take(pa.array(self._source(self.ends)))
             else:
                 out_cols[name] = self._outside_groups(self.table[name], shared)
         out_cols[SEQUENCE_NUMBER], out_cols[VALUE_KIND] = self._sequence_and_kind()
         return pa.table([out_cols[n] for n in names], schema=self.table.schema)
 
     def _sequence_and_kind(self) -> tuple[pa.Array, pa.Array]:
-        seq = _np(self.table[SEQUENCE_NUMBER]).astype(np.int64)
+        seq = self._values(SEQUENCE_NUMBER).astype(np.int64)
         pos, found = self.last(self.processed)
         merged_seq = np.where(found, seq[np.where(found, pos, 0)], 0)
         _, has_add = self.last(self.add)
@@ -413,7 +442,7 @@ class _Merge:
 
     def _take(self, col: pa.ChunkedArray, pos: np.ndarray, null: np.ndarray) -> pa.Array:
         """Per key: the value at `pos` (null where `null`); lone keys keep their record."""
-        idx = np.where(self.lone, self.starts, pos)
+        idx = self._source(np.where(self.lone, self.starts, pos))
         mask = null & ~self.lone
         if mask.any():
             return _arr(col.take(pa.array(np.where(mask, 0, idx), mask=mask)))
@@ -428,7 +457,7 @@ class _Merge:
                 shared["all"] = self.last(self.add | base)
             pos, found = shared["all"]
         else:
-            pos, found = self.last((self.add & _valid(col)) | base)
+            pos, found = self.last((self.add & self._valid(col)) | base)
         return self._take(col, pos, ~found)
 
     # -- sequence groups ------------------------------------------------------------------------
@@ -561,7 +590,7 @@ class _Merge:
             if nullable or name not in self.table.column_names:
                 continue
             col = self.table[name]
-            if col.null_count and (self.add & ~_valid(col)).any():
+            if col.null_count and (self.add & ~self._valid(col)).any():
                 raise SchemaMismatchError(
                     f"partial-update: column '{name}' is NOT NULL but a record of a merged key "
                     "has null in it")
@@ -574,7 +603,7 @@ class _Merge:
             if nullable or name not in self.table.column_names:
                 continue
             col = self.table[name]
-            if col.null_count and (rows & ~_valid(col)).any():
+            if col.null_count and (rows & ~self._valid(col)).any():
                 raise SchemaMismatchError(
                     f"partial-update: column '{name}' is NOT NULL but a retract record that "
                     "becomes the merged row has null in it")

@@ -85,6 +85,74 @@ def merge_permutation(table: pa.Table, key_names: list[str],
                                      + [("add", "ascending")])
 
 
+def merge_order(table: pa.Table, key_names: list[str], sequence_fields: Sequence[str] = (),
+                sequence_ascending: bool = True, file_ranks: np.ndarray | None = None,
+                runs: np.ndarray | None = None) -> tuple[np.ndarray, KeyGroups]:
+    """`merge_permutation` (as numpy) and the key groups of that order.
+
+    `runs` (optional): `table` is these numbers of rows of key-sorted runs, one after the
+    other. Runs usually hold disjoint sequence ranges; taken oldest first (by their smallest
+    sequence number), a stable sort of a single integer or floating key is then the merge
+    order — a merge of the runs, for numpy's timsort. That shortcut is taken when there is no
+    `sequence.field` and one file rank and every key's records prove to stand in sequence
+    and retract-before-add order (checked); otherwise the full sort decides."""
+    fast = _key_sort(table, key_names, sequence_fields, file_ranks, runs)
+    if fast is not None:
+        return fast
+    perm = merge_permutation(table, key_names, sequence_fields, sequence_ascending,
+                             file_ranks).to_numpy()
+    return perm, key_groups(table.select(key_names).take(pa.array(perm)), key_names)
+
+
+def _key_sort(table: pa.Table, key_names: list[str], sequence_fields: Sequence[str],
+              file_ranks: np.ndarray | None, runs: np.ndarray | None
+              ) -> tuple[np.ndarray, KeyGroups] | None:
+    if len(key_names) != 1 or sequence_fields or table.num_rows == 0:
+        return None
+    if file_ranks is not None and len(file_ranks) and file_ranks.min() != file_ranks.max():
+        return None
+    col = table[key_names[0]]
+    if col.null_count or not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        return None
+    keys = _np(key_column(col))
+    seq = _np(table[SEQUENCE_NUMBER])
+    base = _oldest_first(seq, runs)
+    if base is not None:
+        keys, seq = keys[base], seq[base]
+    perm = np.argsort(keys, kind="stable")
+    keys = keys[perm]
+    same = keys[1:] == keys[:-1]
+    if same.any():
+        seq = seq[perm]
+        back = seq[1:] < seq[:-1]
+        tie = seq[1:] == seq[:-1]
+        if tie.any():
+            add = ~is_retract(table[VALUE_KIND])
+            add = (add if base is None else add[base])[perm]
+            back |= tie & (add[:-1] & ~add[1:])
+        if (same & back).any():
+            return None
+    if base is not None:
+        perm = base[perm]
+    starts = np.flatnonzero(np.concatenate([[True], ~same])).astype(np.int64)
+    ends = np.empty_like(starts)
+    ends[:-1] = starts[1:] - 1
+    ends[-1] = len(keys) - 1
+    return perm.astype(np.int64, copy=False), KeyGroups(starts, ends)
+
+
+def _oldest_first(seq: np.ndarray, runs: np.ndarray | None) -> np.ndarray | None:
+    """Row order visiting the runs by their smallest sequence number (None: as they are)."""
+    if runs is None or len(runs) < 2 or (runs <= 0).any():
+        return None
+    bounds = np.concatenate([[0], np.cumsum(runs)]).astype(np.int64)
+    order = np.argsort(np.minimum.reduceat(seq, bounds[:-1]), kind="stable")
+    if (order == np.arange(len(order))).all():
+        return None
+    return np.concatenate([np.arange(bounds[i], bounds[i + 1], dtype=np.int64)
+                           for i in order])
+
+
 def key_column(column: pa.ChunkedArray | pa.Array) -> pa.Array | pa.ChunkedArray:
     """A primary-key column as Java's key comparator sees it: FLOAT/DOUBLE become int64 codes
     in `Double.compare` order, so every NaN is one key (and sorts last) and -0.0 is a key of

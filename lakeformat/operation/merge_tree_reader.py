@@ -33,7 +33,7 @@ from lakeformat.merge.sort import (
     KeyGroups,
     is_retract,
     key_column,
-    key_groups,
+    merge_order,
     merge_permutation,
 )
 from lakeformat.meta.data_file_meta import DataFileMeta
@@ -257,11 +257,9 @@ class MergeTreeReader:
         concat = pa.concat_tables(heads) if len(heads) > 1 else heads[0]
         run_of_row = np.repeat(np.array(runs, dtype=np.int64), sizes)
         ranked = FILE_RANK in concat.column_names
-        emit = merge_permutation(concat, self.ctx.key_names, self.ctx.sequence_fields,
-                                 self.ctx.sequence_ascending,
-                                 concat[FILE_RANK].to_numpy() if ranked else None).to_numpy()
-        groups = key_groups(concat.select(self.ctx.key_names).take(pa.array(emit)),
-                            self.ctx.key_names)
+        emit, groups = merge_order(concat, self.ctx.key_names, self.ctx.sequence_fields,
+                                   self.ctx.sequence_ascending,
+                                   concat[FILE_RANK].to_numpy() if ranked else None, sizes)
         extra = [c for c in (FILE_RANK, ROW_POSITION, LOOKUP_FILE, FILE_LEVEL)
                  if c in concat.column_names]
         level = concat[FILE_LEVEL].to_numpy() if FILE_LEVEL in concat.column_names else None

@@ -9,9 +9,12 @@ files we write look like Java's to every reader; pyarrow options that only newer
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakeformat.errors import UnsupportedError
@@ -31,6 +34,7 @@ __all__ = [
     "orc_compression",
     "orc_write_schema",
     "parquet_compression",
+    "parquet_dictionary_columns",
     "parquet_leaf_paths",
     "parquet_write_options",
     "parquet_write_schema",
@@ -196,3 +200,75 @@ def parquet_write_options(fields: list[DataField], compression: str,
     if _DECIMAL_AS_INT:
         opts["store_decimal_as_integer"] = True
     return opts
+
+
+#: Arrow's Parquet writer gives up a column chunk's dictionary (and writes the rest PLAIN) once
+#: the dictionary page passes this size (pyarrow's `dictionary_pagesize_limit` default).
+DICTIONARY_PAGE_LIMIT = 1 << 20
+#: Values sampled per column to judge its dictionary.
+DICTIONARY_SAMPLE = 4096
+#: A dictionary is worth its hashing when each value repeats about 4 times or more: with
+#: fewer repeats zstd shrinks the PLAIN values as well as the indices (measured on doubles of
+#: 2 decimals, 37% distinct: dictionary 45% slower to write and no smaller). parquet-mr
+#: likewise drops a dictionary that does not pay for itself in the first page.
+DICTIONARY_MAX_SHARE = 0.25
+
+
+def parquet_dictionary_columns(table: pa.Table, candidates: list[str]) -> list[str]:
+    """The `candidates` (top-level flat columns of `table`) worth dictionary encoding.
+
+    Dictionary encoding hashes every value until the dictionary page overflows, then the
+    writer falls back to PLAIN: for a column of mostly distinct values (random doubles,
+    names) that hashing is pure cost. A strided sample of each column estimates the number of
+    distinct values in `table` (values drawn from a pool: the pool size that explains the
+    sample's distinct count). A column keeps its dictionary when that estimate fits the
+    dictionary page and stays under `DICTIONARY_MAX_SHARE` of its values."""
+    n = table.num_rows
+    keep = []
+    for name in candidates:
+        col = table[name]
+        if n == 0 or _dictionary_pays(col, n):
+            keep.append(name)
+    return keep
+
+
+def _dictionary_pays(col: pa.ChunkedArray, n: int) -> bool:
+    t = col.type
+    if not (pa.types.is_primitive(t) or pa.types.is_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+            or pa.types.is_decimal(t)):
+        return True  # nested or other: left as the writer does it
+    present = n - col.null_count
+    if present <= 0:
+        return True
+    step = max(1, n // DICTIONARY_SAMPLE)
+    sample = col.take(pa.array(np.arange(0, n, step, dtype=np.int64)[:DICTIONARY_SAMPLE]))
+    sample = pc.drop_null(sample)
+    s = len(sample)
+    if s == 0:
+        return True
+    distinct = pc.count_distinct(sample).as_py()
+    estimate = present if distinct >= s else _pool_size(s, distinct, present)
+    if estimate > DICTIONARY_MAX_SHARE * present:
+        return False
+    if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) \
+            or pa.types.is_large_binary(t):  # PLAIN byte arrays: 4-byte length + bytes
+        width = 4 + pc.sum(pc.binary_length(sample)).as_py() / s
+    else:
+        width = max(1, t.bit_width // 8)
+    return estimate * width <= DICTIONARY_PAGE_LIMIT
+
+
+def _pool_size(sampled: int, distinct: int, rows: int) -> float:
+    """Distinct values expected among `rows` draws from the pool whose `sampled` draws
+    show `distinct` values (uniform draws: E[distinct] = P (1 - exp(-draws / P)))."""
+    lo, hi = float(distinct), float(distinct)
+    while hi * -math.expm1(-sampled / hi) < distinct and hi < 1e18:
+        hi *= 2
+    for _ in range(60):  # the expectation grows with P: bisect
+        mid = (lo + hi) / 2
+        if mid * -math.expm1(-sampled / mid) < distinct:
+            lo = mid
+        else:
+            hi = mid
+    return hi * -math.expm1(-rows / hi)

@@ -31,6 +31,7 @@ from lakeformat.data.formats import (
     compression_extension,
     orc_compression,
     orc_write_schema,
+    parquet_dictionary_columns,
     parquet_leaf_paths,
     parquet_write_options,
     parquet_write_schema,
@@ -141,11 +142,13 @@ class KeyValueFileWriter:
         self._uuid = str(uuid.uuid4())
         self._counter = 0
         self._disk_per_row: float | None = None  # learnt from files written so far
+        self._dict_chosen = fmt != "parquet"  # `_choose_dictionary` decides once
         # to_arrow types plus Parquet field ids; ORC files get their own cast at write time
         self._arrow_schema = parquet_write_schema(self._fields)
         if fmt == "parquet":
             self._pq_options = parquet_write_options(self._fields, comp, options.zstd_level)
-            self._pq_options["use_dictionary"] = self._dictionary_columns()
+            self._dict_candidates = self._dictionary_columns()
+            self._pq_options["use_dictionary"] = self._dict_candidates
         elif fmt == "avro":
             self._avro_codec = avro_codec(comp, options.zstd_level, options.get("avro.codec"))
             writer_schema_json(self._fields)  # refuses a type Avro files cannot hold
@@ -167,6 +170,16 @@ class KeyValueFileWriter:
             unique.add(self._key_names[0])
         return [path for f in self._fields if f.name not in unique
                 for path in parquet_leaf_paths(f.name, f.type)]
+
+    def _choose_dictionary(self, phys: pa.Table) -> None:
+        """Once per writer, from the first rows it writes: dictionary encoding only for the
+        columns whose values repeat enough (`parquet_dictionary_columns`)."""
+        if self._dict_chosen:
+            return
+        self._dict_chosen = True
+        flat = [c for c in self._dict_candidates if c in phys.column_names]
+        nested = [c for c in self._dict_candidates if c not in phys.column_names]
+        self._pq_options["use_dictionary"] = parquet_dictionary_columns(phys, flat) + nested
 
     @property
     def file_format(self) -> str:
@@ -242,6 +255,7 @@ class KeyValueFileWriter:
         row groups and never needs a tiny extra one; the size check itself is exact.
         """
         n = phys.num_rows
+        self._choose_dictionary(phys)
         mem_per_row = max(1.0, phys.nbytes / n)
         cap_rows = max(MIN_CHUNK_ROWS, int(MAX_ROW_GROUP_BYTES / mem_per_row))
         pos = 0

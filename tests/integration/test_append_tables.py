@@ -160,15 +160,16 @@ def test_unaware_minor_compaction_waits_for_min_file_num(catalog):
 
 
 def test_unaware_compaction_leaves_large_files_and_packs_bins(local_catalog):
-    # target 8 KiB: files of ~1 KB are small (below 0.7 x target); a 40 KB file is large
+    # target 8 KiB: files of ~1 KB are small (below 0.7 x target); the big write rolls large ones
     t = local_catalog.create_table("db.p", LOGS, options={
         "target-file-size": "8 kb", "source.split.open-file-cost": "1 b",
         "compaction.min.file-num": "50"})
-    big = pa.table({"dt": ["x"] * 4000, "id": list(range(4000)),
-                    "msg": [f"{i:08d}-{i * 7919 % 100003}" for i in range(4000)]}, schema=LOGS)
+    big = pa.table({"dt": ["x"] * 8000, "id": list(range(8000)),
+                    "msg": [f"{i:08d}-{i * 7919 % 100003}" for i in range(8000)]}, schema=LOGS)
     t.write(big)
-    large = {e.file.file_name for e in live(t)}
-    assert all(e.file.file_size >= 0.7 * 8192 for e in live(t))
+    # rolled at the target: every file but the tail is large (the tail may be small)
+    large = {e.file.file_name for e in live(t) if e.file.file_size >= 0.7 * 8192}
+    assert len(large) >= len(live(t)) - 1 and len(large) >= 3
     for i in range(30):
         t.write(pa.table({"dt": ["x"] * 30, "id": [i] * 30,
                           "msg": [f"{i}-{k}-{'z' * 20}" for k in range(30)]}, schema=LOGS))

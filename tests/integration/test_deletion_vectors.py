@@ -83,22 +83,25 @@ def test_roaring_containers_as_java_serializes_them():
 
 # -- reads ---------------------------------------------------------------------------------------
 def test_writes_compact_level_0_and_mark_the_rows_they_replace(catalog):
+    # file sizes fall far apart (first write >> second >> the delete), so universal
+    # compaction's size ratio never picks the upper runs and each write is forced up alone
     t = dv_table(catalog)
-    res = t.write(batch(range(20), "a"))
+    res = t.write(batch(range(400), "a"))
     assert res.compaction_snapshot_ids == [res.snapshot_id + 1]  # Java's lookup-wait
     assert all(e.file.level > 0 for e in live_entries(t)) and vectors(t) == {}
-    res = t.write(batch([3, 4, 25], "b"))
+    res = t.write(batch([3, 4, 425, *range(500, 560)], "b"))
     assert len(res.compaction_snapshot_ids) == 1
     assert all(e.file.level > 0 for e in live_entries(t))
     assert sum(vectors(t).values()) == 2  # the old rows of 3 and 4
-    t.delete(batch([5, 25], "").select(["dt", "id"]))
+    t.delete(batch([5, 425], "").select(["dt", "id"]))
     assert sum(vectors(t).values()) == 4  # retracts leave vectors, not -D rows
     assert all(e.file.delete_row_count == 0 for e in live_entries(t))
-    want = [("d1", i, "b" + str(i) if i in (3, 4) else f"a{i}") for i in range(20) if i != 5]
+    want = [("d1", i, "b" + str(i) if i in (3, 4) else f"a{i}") for i in range(400) if i != 5]
+    want = sorted(want + [("d1", i, f"b{i}") for i in range(500, 560)])
     assert rows(t) == want
-    t.write(batch([30], "c"), commit_user="u", commit_identifier=7)
-    again = t.write(batch([30], "c"), commit_user="u", commit_identifier=7)
-    assert again.already_committed and rows(t) == sorted(want + [("d1", 30, "c30")])
+    t.write(batch([1000], "c"), commit_user="u", commit_identifier=7)
+    again = t.write(batch([1000], "c"), commit_user="u", commit_identifier=7)
+    assert again.already_committed and rows(t) == sorted(want + [("d1", 1000, "c1000")])
 
 
 def test_level_0_is_read_with_merge_on_read_only(catalog):
@@ -151,10 +154,10 @@ def test_compacting_some_files_keeps_the_others_vectors(catalog):
     t.write(pa.table({"dt": ["d1"] * 60_000, "id": np.arange(60_000),
                       "v": [f"x{i:08d}" * 2 for i in range(60_000)]}, schema=KV))
     big = max((e.file for e in live_entries(t)), key=lambda f: f.file_size)
-    for i in range(3):
+    for i in range(4):  # small files are packed in pairs (each counts the 4 MB open cost)
         t.write(batch(range(100 + i, 101 + i), "s"))
     small = [e.file for e in live_entries(t) if e.file.row_count == 1]
-    assert len(small) == 3
+    assert len(small) == 4
     mark_deleted(t, {big.file_name: [1, 2], small[0].file_name: [0]})  # one index file
     t = catalog.get_table("db.logs")
     scan = FileStoreScan(t.file_io, t.path, t.table_schema)

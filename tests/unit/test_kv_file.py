@@ -235,7 +235,7 @@ def test_unsupported_format_and_codec(tmp_path: Path) -> None:
 
 def test_rolling_partitions_input(tmp_path: Path) -> None:
     schema = _simple_schema()
-    n = 20_000
+    n = 50_000
     kv = _kv(schema, _rows(n, name_len=30), seq_start=100)
     metas = _writer(tmp_path, schema, {"target-file-size": "64 kb"}).write(kv)
     assert len(metas) >= 3
@@ -267,13 +267,36 @@ def test_target_file_row_num_only_for_writes(tmp_path: Path) -> None:
         _writer(tmp_path, schema, {"target-file-row-num": "-1"})
 
 
+def _dictionary_columns(path: Path) -> set[str]:
+    rg = pq.ParquetFile(path).metadata.row_group(0)
+    return {rg.column(i).path_in_schema for i in range(rg.num_columns)
+            if any("DICTIONARY" in e for e in rg.column(i).encodings)}
+
+
 def test_unique_columns_are_not_dictionary_encoded(tmp_path: Path) -> None:
+    # keys and sequence numbers never; name and price hold a distinct value per row
     schema = _simple_schema()
     m = _writer(tmp_path, schema).write(_kv(schema, _rows(50)))[0]
-    rg = pq.ParquetFile(tmp_path / m.file_name).metadata.row_group(0)
-    dict_cols = {rg.column(i).path_in_schema for i in range(rg.num_columns)
-                 if any("DICTIONARY" in e for e in rg.column(i).encodings)}
-    assert dict_cols == {"_VALUE_KIND", "dt", "name", "price", "ts"}
+    assert _dictionary_columns(tmp_path / m.file_name) == {"_VALUE_KIND", "dt", "ts"}
+
+
+def test_dictionary_where_values_repeat(tmp_path: Path) -> None:
+    schema = _simple_schema()
+    rows = _rows(20_000)
+    for i, r in enumerate(rows):
+        r["name"] = f"city-{i % 37}"
+        r["price"] = Decimal(i % 1000) / 100
+    kv = _kv(schema, rows)
+    m = _writer(tmp_path, schema).write(kv)[0]
+    assert _dictionary_columns(tmp_path / m.file_name) == {"_VALUE_KIND", "dt", "name", "price",
+                                                           "ts"}
+    back = read_kv_file(LocalFileIO(), str(tmp_path / m.file_name), "parquet", schema=schema)
+    assert back.equals(kv.cast(back.schema))
+    # values from a pool too large for one dictionary page: PLAIN from the start
+    for i, r in enumerate(rows):
+        r["name"] = f"{(i * 7919) % 15_000:0100d}"
+    m = _writer(tmp_path, schema).write(_kv(schema, rows))[0]
+    assert "name" not in _dictionary_columns(tmp_path / m.file_name)
 
 
 def test_input_types_are_cast_checked(tmp_path: Path) -> None:

@@ -54,19 +54,29 @@ ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE
 @dataclass(frozen=True)
 class WriteUnit:
     """Rows of one (partition, bucket) plus the sequence number its bucket continues from: a
-    small picklable value (it never carries the rest of the batch)."""
+    small picklable value (shipped, it never carries the rest of the batch)."""
 
     partition: bytes
     partition_values: tuple
     bucket: int
     total_buckets: int
-    rows: pa.Table  # this unit's rows in arrival order: value columns + _VALUE_KIND
+    #: this unit's rows in arrival order (value columns + _VALUE_KIND); with `index`, the
+    #: planned batch that holds them
+    source: pa.Table
     max_sequence_number: int
+    #: positions of this unit's rows in `source`, in arrival order (None: all of `source`)
+    index: np.ndarray | None = None
+
+    @property
+    def rows(self) -> pa.Table:
+        """This unit's rows in arrival order."""
+        return self.source if self.index is None else self.source.take(pa.array(self.index))
 
     def __reduce__(self) -> tuple:
-        # in-process the rows are a zero-copy slice of the planned batch; shipped to another
-        # process (a Spark task) a unit carries a compact copy of its own rows only
-        own = self.rows.take(pa.array(np.arange(self.rows.num_rows, dtype=np.int64)))
+        # in-process a unit points into the planned batch; shipped to another process (a
+        # Spark task) it carries a compact copy of its own rows only
+        own = self.rows if self.index is not None else self.source.take(
+            pa.array(np.arange(self.source.num_rows, dtype=np.int64)))
         return (WriteUnit, (self.partition, self.partition_values, self.bucket,
                             self.total_buckets, own, self.max_sequence_number))
 
@@ -141,8 +151,8 @@ class TableWrite:
         sorted_codes = codes[order]
         bounds = np.concatenate([[0], np.flatnonzero(np.diff(sorted_codes)) + 1, [len(order)]])
         state = self.bucket_state(latest)
-        # one gather puts each unit's rows side by side; units hold zero-copy slices
-        grouped = rows if len(bounds) <= 2 else rows.take(pa.array(order))
+        # units point into the batch: each gathers its rows once, in key order, when executed
+        single = len(bounds) <= 2
         units = []
         for lo, hi in zip(bounds[:-1], bounds[1:]):
             if hi <= lo:
@@ -160,8 +170,8 @@ class TableWrite:
                     f"{self.table_path}: partition {dict(zip(self.schema.partition_keys, values))}"
                     f" has {part_total} buckets but the table option says {num_buckets}; "
                     "rescaling needs an overwrite of that partition")
-            units.append(WriteUnit(partition, values, bucket, num_buckets,
-                                   grouped.slice(int(lo), int(hi - lo)), max_seq))
+            units.append(WriteUnit(partition, values, bucket, num_buckets, rows, max_seq,
+                                   None if single else order[lo:hi]))
         return units
 
     def route(self, rows: pa.Table) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
@@ -233,12 +243,21 @@ class TableWrite:
         """The BinaryRow of one partition's values, as manifests store it."""
         return to_avro_bytes(list(values), [f.type for f in self.partition_fields])
 
-    def _key_order(self, rows: pa.Table) -> np.ndarray:
-        """Stable key order of a unit's rows (ties keep arrival order), in Java's key order
-        (floats by `Double.compare`)."""
-        keys = [key_column(rows[k]) for k in self.keys]
-        if len(keys) == 1 and pa.types.is_integer(keys[0].type):
-            return np.argsort(keys[0].to_numpy(), kind="stable")
+    def _key_order(self, unit: WriteUnit) -> np.ndarray:
+        """Stable key order of a unit's rows (positions in arrival order; ties keep arrival
+        order), in Java's key order (floats by `Double.compare`)."""
+        keys = [key_column(unit.source[k]) for k in self.keys]
+        if len(keys) == 1 and pa.types.is_integer(keys[0].type) and not keys[0].null_count:
+            values = keys[0].to_numpy()
+            if unit.index is not None:
+                values = values[unit.index]
+            order = np.argsort(values)  # distinct keys (the usual batch) need no stable sort
+            ordered = values[order]
+            if (ordered[1:] != ordered[:-1]).all():
+                return order
+            return np.argsort(values, kind="stable")
+        if unit.index is not None:
+            keys = [k.take(pa.array(unit.index)) for k in keys]
         table = pa.table(keys, names=[f"k{i}" for i in range(len(keys))])
         return pc.sort_indices(table, sort_keys=[(f"k{i}", "ascending")
                                                  for i in range(len(keys))]).to_numpy()
@@ -312,8 +331,9 @@ class TableWrite:
         if self.engine is None:
             return self._execute_append(unit)
         # Sequence numbers follow arrival order; rows are then sorted by key (stable).
-        key_order = self._key_order(unit.rows.select(self.keys))
-        rows = unit.rows.take(pa.array(key_order))
+        key_order = self._key_order(unit)
+        rows = unit.source.take(pa.array(key_order if unit.index is None
+                                         else unit.index[key_order]))
         seq = pa.array(key_order.astype(np.int64) + (unit.max_sequence_number + 1))
         kv = pa.table([seq, rows[VALUE_KIND]] + [rows[f.name] for f in self.schema.fields],
                       names=[SEQUENCE_NUMBER, VALUE_KIND] + self.schema.field_names)

@@ -15,7 +15,8 @@ files as written, before any compaction), the best time kept:
 * the I/O floor: for each bucket, pyarrow decodes every data file of the bucket (all
   columns, read and dropped) and encodes, as one zstd Parquet file, that bucket's merged rows
   with every column of the data files (`_KEY_id`, `_SEQUENCE_NUMBER`, `_VALUE_KIND` and the
-  table's columns, as lakeformat's compacted files hold them). The merged rows are computed
+  table's columns, as lakeformat's compacted files hold them) and the same encodings
+  (dictionary only where lakeformat's writer keeps one). The merged rows are computed
   before the clock starts (with the floor's kernel): timed are the decode of every run and
   the encode of the result, no merge at all;
 * DuckDB: for each bucket, one `COPY (SELECT id, arg_max...(col, _SEQUENCE_NUMBER) ... FROM
@@ -83,6 +84,7 @@ from write_read import (  # noqa: E402
 )
 
 import lakeformat as lf  # noqa: E402
+from lakeformat.data.formats import parquet_dictionary_columns  # noqa: E402
 
 ENGINES = ("deduplicate", "partial-update")
 TARGET_FLOOR = 1.3  # lakeformat / floor, and lakeformat / I/O floor
@@ -168,14 +170,20 @@ def merged_by_bucket(t: lf.Table, engine: str) -> dict[int, pa.Table]:
 
 def run_io_floor(t: lf.Table, merged: dict[int, pa.Table], out_dir: Path) -> float:
     """Per bucket: decode every data file (all columns), encode the precomputed merged rows
-    as zstd Parquet. No merge is timed."""
+    as zstd Parquet with the encodings lakeformat picks (dictionary only for the columns
+    `parquet_dictionary_columns` keeps; never for the key and sequence columns). No merge is
+    timed."""
     by_bucket = bucket_files(t)
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     for bucket, paths in by_bucket.items():
         runs = [pq.read_table(p) for p in paths]
-        pq.write_table(merged[bucket], out_dir / f"bucket-{bucket}.parquet",
-                       compression="zstd", compression_level=ZSTD_LEVEL)
+        rows = merged[bucket]
+        plain = {"_SEQUENCE_NUMBER", "id", "_KEY_id"}
+        dictionary = parquet_dictionary_columns(
+            rows, [c for c in rows.column_names if c not in plain])
+        pq.write_table(rows, out_dir / f"bucket-{bucket}.parquet", compression="zstd",
+                       compression_level=ZSTD_LEVEL, use_dictionary=dictionary)
         del runs
     return time.perf_counter() - start
 

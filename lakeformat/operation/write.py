@@ -151,7 +151,7 @@ class TableWrite:
         sorted_codes = codes[order]
         bounds = np.concatenate([[0], np.flatnonzero(np.diff(sorted_codes)) + 1, [len(order)]])
         state = self.bucket_state(latest)
-        # units point into the batch: each gathers its rows once, in key order, when executed
+        # units point into the batch: each gathers its own rows when executed (in parallel)
         single = len(bounds) <= 2
         units = []
         for lo, hi in zip(bounds[:-1], bounds[1:]):
@@ -332,8 +332,9 @@ class TableWrite:
             return self._execute_append(unit)
         # Sequence numbers follow arrival order; rows are then sorted by key (stable).
         key_order = self._key_order(unit)
-        rows = unit.source.take(pa.array(key_order if unit.index is None
-                                         else unit.index[key_order]))
+        # the unit's rows first (ascending positions: a streaming gather), then key order
+        # within them: two gathers beat one random gather over the whole batch
+        rows = unit.rows.take(pa.array(key_order))
         seq = pa.array(key_order.astype(np.int64) + (unit.max_sequence_number + 1))
         kv = pa.table([seq, rows[VALUE_KIND]] + [rows[f.name] for f in self.schema.fields],
                       names=[SEQUENCE_NUMBER, VALUE_KIND] + self.schema.field_names)

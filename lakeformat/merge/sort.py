@@ -125,11 +125,12 @@ def _key_sort(table: pa.Table, key_names: list[str], sequence_fields: Sequence[s
     if same.any():
         seq = seq[perm]
         back = seq[1:] < seq[:-1]
-        tie = seq[1:] == seq[:-1]
+        tie = same & (seq[1:] == seq[:-1])
         if tie.any():
+            if base is not None:  # a full tie keeps the original row order: sort it fully
+                return None
             add = ~is_retract(table[VALUE_KIND])
-            add = (add if base is None else add[base])[perm]
-            back |= tie & (add[:-1] & ~add[1:])
+            back |= tie & (add[perm][:-1] & ~add[perm][1:])
         if (same & back).any():
             return None
     if base is not None:

@@ -15,7 +15,7 @@ new base would give.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -119,6 +119,8 @@ class BucketWriter:
             rows = conform_merged(rows, self.plan.schema, self.merge)
         self.output.rows += rows.num_rows
         for unit in self.writer.plan(rows, None, None):
+            # held until flushed: each unit's own rows, gathered once (not the whole batch)
+            unit = replace(unit, source=unit.rows, index=None)
             key = (unit.partition, unit.bucket)
             total = self.plan.totals.get(unit.partition)
             if total is not None and total != unit.total_buckets:

@@ -234,9 +234,9 @@ def parquet_dictionary_columns(table: pa.Table, candidates: list[str]) -> list[s
 
 def _dictionary_pays(col: pa.ChunkedArray, n: int) -> bool:
     t = col.type
-    if not (pa.types.is_primitive(t) or pa.types.is_string(t) or pa.types.is_binary(t)
-            or pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-            or pa.types.is_decimal(t)):
+    byte_array = (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
+                  or pa.types.is_large_binary(t))
+    if not (pa.types.is_primitive(t) or byte_array or pa.types.is_decimal(t)):
         return True  # nested or other: left as the writer does it
     present = n - col.null_count
     if present <= 0:
@@ -251,8 +251,7 @@ def _dictionary_pays(col: pa.ChunkedArray, n: int) -> bool:
     estimate = present if distinct >= s else _pool_size(s, distinct, present)
     if estimate > DICTIONARY_MAX_SHARE * present:
         return False
-    if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) \
-            or pa.types.is_large_binary(t):  # PLAIN byte arrays: 4-byte length + bytes
+    if byte_array:  # PLAIN byte arrays: 4-byte length + bytes
         width = 4 + pc.sum(pc.binary_length(sample)).as_py() / s
     else:
         width = max(1, t.bit_width // 8)

@@ -186,7 +186,7 @@ def encode_rows(table: pa.Table, fields: Sequence[DataField]) -> pa.Array:
 # -- writing ------------------------------------------------------------------------------------
 
 class AvroFileWriter:
-    """An Avro object container file written into ``sink`` (a ``pa.BufferOutputStream``),
+    """An Avro object container file written into ``sink`` (a writable pyarrow stream),
     block by block, with ``write_table`` / ``close`` like pyarrow's Parquet writer."""
 
     def __init__(self, sink: Any, fields: Sequence[DataField], codec: str, level: int) -> None:

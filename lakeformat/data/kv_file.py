@@ -185,7 +185,7 @@ class KeyValueFileWriter:
     def file_format(self) -> str:
         return self._format
 
-    def _open_writer(self, sink: pa.BufferOutputStream) -> Any:
+    def _open_writer(self, sink: Any) -> Any:
         """A writer of row groups (Parquet) or blocks (Avro) into ``sink``."""
         if self._format == "avro":
             return AvroFileWriter(sink, self._fields, *self._avro_codec)
@@ -198,16 +198,22 @@ class KeyValueFileWriter:
 
     # -- writing ----------------------------------------------------------------------------
     def write(self, kv: pa.Table) -> list[DataFileMeta]:
-        """Write ``kv`` (sorted by key, one row per key) and describe every file written."""
+        """Write ``kv`` (sorted by key, one row per key) and describe every file written.
+        Each file streams into storage (`FileIO.open_output`) as it is encoded."""
         if kv.num_rows == 0:
             return []
         phys = self._physical_table(kv)
-        chunks = self._orc_files(phys) if self._format == "orc" else self._parquet_files(phys)
+        fill = self._orc_file if self._format == "orc" else self._parquet_file
+        self._choose_dictionary(phys)
         metas: list[DataFileMeta] = []
-        for start, stop, data in chunks:
+        pos = 0
+        while pos < phys.num_rows:
             name = self.new_file_name()
-            self._io.write_bytes(self._io.join(self._dir, name), data)
-            metas.append(self._file_meta(name, len(data), phys.slice(start, stop - start)))
+            with self._io.open_output(self._io.join(self._dir, name)) as out:
+                stop = fill(out, phys, pos)
+                size = out.tell()
+            metas.append(self._file_meta(name, size, phys.slice(pos, stop - pos)))
+            pos = stop
         return metas
 
     def _physical_table(self, kv: pa.Table) -> pa.Table:
@@ -247,57 +253,47 @@ class KeyValueFileWriter:
         """What goes into the file of a slice of `_physical_table`."""
         return phys.drop_columns([SEQUENCE_NUMBER, VALUE_KIND]) if self._append else phys
 
-    def _parquet_files(self, phys: pa.Table) -> Iterator[tuple[int, int, bytes]]:
-        """Row groups (Avro: blocks) into an in-memory sink until its real size reaches the target.
+    def _parquet_file(self, out: Any, phys: pa.Table, pos: int) -> int:
+        """Row groups (Avro: blocks) of ``phys`` from row ``pos`` on into ``out`` until its
+        real size reaches the target; returns the row the next file starts at.
 
         Each row group is sized from the on-disk bytes per row seen so far (Arrow bytes before
         anything was written), aiming a little past the target so a file usually is one or two
         row groups and never needs a tiny extra one; the size check itself is exact.
         """
         n = phys.num_rows
-        self._choose_dictionary(phys)
         mem_per_row = max(1.0, phys.nbytes / n)
         cap_rows = max(MIN_CHUNK_ROWS, int(MAX_ROW_GROUP_BYTES / mem_per_row))
-        pos = 0
-        while pos < n:
-            start = pos
-            sink = pa.BufferOutputStream()
-            writer = self._open_writer(sink)
-            try:
-                while pos < n:
-                    per_row = self._disk_per_row or mem_per_row
-                    left = self._target - sink.tell()
-                    rows = int(left * OVERSHOOT / per_row) + 1
-                    rows = min(max(rows, MIN_CHUNK_ROWS), cap_rows, n - pos,
-                               self._max_rows - (pos - start))
-                    before = sink.tell()
-                    writer.write_table(self._file_part(phys.slice(pos, rows)),
-                                       row_group_size=rows)
-                    pos += rows
-                    self._disk_per_row = max(1.0, (sink.tell() - before) / rows)
-                    if sink.tell() >= self._target or pos - start >= self._max_rows:
-                        break
-            finally:
-                writer.close()
-            yield start, pos, sink.getvalue().to_pybytes()
+        start = pos
+        writer = self._open_writer(out)
+        try:
+            while pos < n:
+                per_row = self._disk_per_row or mem_per_row
+                left = self._target - out.tell()
+                rows = int(left * OVERSHOOT / per_row) + 1
+                rows = min(max(rows, MIN_CHUNK_ROWS), cap_rows, n - pos,
+                           self._max_rows - (pos - start))
+                before = out.tell()
+                writer.write_table(self._file_part(phys.slice(pos, rows)), row_group_size=rows)
+                pos += rows
+                self._disk_per_row = max(1.0, (out.tell() - before) / rows)
+                if out.tell() >= self._target or pos - start >= self._max_rows:
+                    break
+        finally:
+            writer.close()
+        return pos
 
-    def _orc_files(self, phys: pa.Table) -> Iterator[tuple[int, int, bytes]]:
+    def _orc_file(self, out: Any, phys: pa.Table, pos: int) -> int:
         """ORC stripes are buffered until close, so each file's row count is predicted from the
         bytes per row of earlier files (Arrow bytes for the first); sizes are still real."""
         n = phys.num_rows
-        mem_per_row = max(1.0, phys.nbytes / n)
-        pos = 0
-        while pos < n:
-            per_row = self._disk_per_row or mem_per_row
-            rows = min(max(int(self._target * OVERSHOOT / per_row) + 1, MIN_CHUNK_ROWS), n - pos,
-                       self._max_rows)
-            sink = pa.BufferOutputStream()
-            part = self._file_part(phys.slice(pos, rows)).cast(self._orc_schema)
-            orc.write_table(part, sink, compression=self._orc_codec)
-            data = sink.getvalue().to_pybytes()
-            self._disk_per_row = max(1.0, len(data) / rows)
-            yield pos, pos + rows, data
-            pos += rows
+        per_row = self._disk_per_row or max(1.0, phys.nbytes / n)
+        rows = min(max(int(self._target * OVERSHOOT / per_row) + 1, MIN_CHUNK_ROWS), n - pos,
+                   self._max_rows)
+        part = self._file_part(phys.slice(pos, rows)).cast(self._orc_schema)
+        orc.write_table(part, out, compression=self._orc_codec)
+        self._disk_per_row = max(1.0, out.tell() / rows)
+        return pos + rows
 
     def _file_meta(self, name: str, size: int, part: pa.Table) -> DataFileMeta:
         seq = pc.min_max(part.column(SEQUENCE_NUMBER))

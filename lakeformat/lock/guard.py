@@ -18,6 +18,7 @@ FileIO — tasks write data files and never publish.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
 from lakeformat.lock.base import Lease, TableLock
@@ -97,6 +98,9 @@ class GuardedFileIO(FileIO):
 
     def write_bytes(self, path: str, data: bytes) -> None:
         self.inner.write_bytes(path, data)
+
+    def open_output(self, path: str) -> AbstractContextManager[Any]:
+        return self.inner.open_output(path)
 
     def read_versioned(self, path: str) -> Versioned:
         return self.inner.read_versioned(path)

@@ -52,6 +52,28 @@ def _np(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return col.to_numpy(zero_copy_only=False)
 
 
+def stable_int_order(values: np.ndarray) -> np.ndarray:
+    """Positions of signed integer `values` in stable ascending order (equal values keep
+    their order). When the values' span leaves room for a position in 63 bits, each value
+    (less the minimum) and its position are packed into one int64 and sorted as values:
+    numpy's vectorized sort is several times faster than an argsort, and the positions in
+    the low bits break ties, so the order is stable by construction."""
+    n = len(values)
+    if n < 2 or values.dtype.kind != "i":
+        return np.argsort(values, kind="stable").astype(np.int64, copy=False)
+    lo, hi = int(values.min()), int(values.max())
+    bits = (n - 1).bit_length()
+    if (hi - lo).bit_length() + bits > 63:
+        return np.argsort(values, kind="stable").astype(np.int64, copy=False)
+    packed = values.astype(np.int64)
+    packed -= lo
+    packed <<= bits
+    packed |= np.arange(n, dtype=np.int64)
+    packed.sort()
+    packed &= (1 << bits) - 1
+    return packed
+
+
 def sort_for_merge(table: pa.Table, key_names: list[str],
                    sequence_fields: Sequence[str] = (), sequence_ascending: bool = True,
                    file_ranks: np.ndarray | None = None) -> pa.Table:

@@ -31,6 +31,7 @@ from lakeformat.merge.sort import (
     UPDATE_BEFORE,
     key_column,
     sort_for_merge,
+    stable_int_order,
 )
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids, hash_rows
@@ -249,13 +250,7 @@ class TableWrite:
         keys = [key_column(unit.source[k]) for k in self.keys]
         if len(keys) == 1 and pa.types.is_integer(keys[0].type) and not keys[0].null_count:
             values = keys[0].to_numpy()
-            if unit.index is not None:
-                values = values[unit.index]
-            order = np.argsort(values)  # distinct keys (the usual batch) need no stable sort
-            ordered = values[order]
-            if (ordered[1:] != ordered[:-1]).all():
-                return order
-            return np.argsort(values, kind="stable")
+            return stable_int_order(values if unit.index is None else values[unit.index])
         if unit.index is not None:
             keys = [k.take(pa.array(unit.index)) for k in keys]
         table = pa.table(keys, names=[f"k{i}" for i in range(len(keys))])

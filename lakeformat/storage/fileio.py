@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,6 +123,17 @@ class FileIO(ABC):
     @abstractmethod
     def write_bytes(self, path: str, data: bytes) -> None:
         """Create or overwrite ``path`` so readers see either the old or the new content."""
+
+    @contextmanager
+    def open_output(self, path: str) -> Iterator[Any]:
+        """A writable pyarrow stream whose bytes become ``path`` when the block ends without
+        an error, as `write_bytes` would write them; nothing is written when it raises.
+        Writers of large files (data files) stream into it; this default buffers in memory."""
+        import pyarrow as pa
+
+        sink = pa.BufferOutputStream()
+        yield sink
+        self.write_bytes(path, sink.getvalue().to_pybytes())
 
     @abstractmethod
     def write_if_absent(self, path: str, data: bytes) -> bool:

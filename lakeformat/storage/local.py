@@ -29,6 +29,9 @@ __all__ = ["LocalFileIO", "local_path"]
 _CAS_MUTEX = threading.Lock()
 _CAS_MUTEXES: dict[str, threading.Lock] = {}
 
+#: write buffer of `LocalFileIO.open_output` streams
+OUTPUT_BUFFER = 1 << 20
+
 #: errno values meaning "this file system cannot make hard links".
 _NO_LINK_ERRNOS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK}
 
@@ -176,6 +179,25 @@ class LocalFileIO(FileIO):
             _unlink_quietly(tmp)
             raise
 
+    @contextmanager
+    def open_output(self, path: str) -> Iterator[Any]:
+        """Bytes stream straight into the temp file (buffered; no copy of the whole file in
+        memory), which is flushed and renamed to ``path`` as `write_bytes` does."""
+        target = local_path(path)
+        parent = os.path.dirname(target)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        tmp = self._temp_path(target)
+        try:
+            with pa.output_stream(tmp, buffer_size=OUTPUT_BUFFER) as out:
+                yield out
+            if self._fsync:
+                _fsync_path(tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+
     def write_if_absent(self, path: str, data: bytes) -> bool:
         """Exclusive create via ``os.link(temp, target)``: the link either appears complete or
         fails with EEXIST, unlike ``O_EXCL`` which exposes the file while it is being written."""
@@ -293,6 +315,15 @@ class LocalFileIO(FileIO):
     def mkdirs(self, dir_path: str) -> None:
         """``mkdir -p``."""
         os.makedirs(local_path(dir_path), exist_ok=True)
+
+
+def _fsync_path(path: str) -> None:
+    """Flush a closed file's data to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _unlink_quietly(path: str) -> None:

@@ -14,7 +14,9 @@ bucket 0) starts each write at 0, as Java's unaware writer (which restores nothi
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +50,10 @@ from lakeformat.operation.support import WRITE, check_supported
 from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
+
+#: rows per slice when the bucket hashes of a large batch are computed in parallel
+HASH_SLICE_ROWS = 1 << 17
 
 ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
 
@@ -67,19 +73,37 @@ class WriteUnit:
     max_sequence_number: int
     #: positions of this unit's rows in `source`, in arrival order (None: all of `source`)
     index: np.ndarray | None = None
+    #: or the unit code of every row of `source` and this unit's code: the positions are then
+    #: found when the unit is executed (in parallel with the other units)
+    codes: np.ndarray | None = None
+    code: int = 0
+
+    @cached_property
+    def positions(self) -> np.ndarray | None:
+        """Positions of this unit's rows in `source` (None: all of it)."""
+        if self.index is not None or self.codes is None:
+            return self.index
+        return np.flatnonzero(self.codes == self.code)
 
     @property
     def rows(self) -> pa.Table:
         """This unit's rows in arrival order."""
-        return self.source if self.index is None else self.source.take(pa.array(self.index))
+        at = self.positions
+        return self.source if at is None else self.source.take(pa.array(at))
+
+    def detached(self) -> WriteUnit:
+        """This unit holding a compact copy of its own rows only (not the planned batch)."""
+        own = self.rows if self.positions is not None else self.source.take(
+            pa.array(np.arange(self.source.num_rows, dtype=np.int64)))
+        return WriteUnit(self.partition, self.partition_values, self.bucket, self.total_buckets,
+                         own, self.max_sequence_number)
 
     def __reduce__(self) -> tuple:
         # in-process a unit points into the planned batch; shipped to another process (a
-        # Spark task) it carries a compact copy of its own rows only
-        own = self.rows if self.index is not None else self.source.take(
-            pa.array(np.arange(self.source.num_rows, dtype=np.int64)))
-        return (WriteUnit, (self.partition, self.partition_values, self.bucket,
-                            self.total_buckets, own, self.max_sequence_number))
+        # Spark task) it carries its own rows only
+        own = self.detached()
+        return (WriteUnit, (own.partition, own.partition_values, own.bucket, own.total_buckets,
+                            own.source, own.max_sequence_number))
 
 
 class TableWrite:
@@ -145,23 +169,18 @@ class TableWrite:
             buckets, part_codes, part_rows = self.route(rows)
         stride = max(num_buckets, int(buckets.max(initial=0)) + 1)  # dynamic: assigned ids
         combined = part_codes * stride + buckets
-        # Group rows by (partition, bucket), keeping arrival order inside each group; small
-        # unsigned codes let numpy's stable argsort use a radix sort.
+        # one unit per (partition, bucket) code present; each unit finds its own rows (in
+        # arrival order) when executed
         codes = combined.astype(np.uint16 if combined.max(initial=0) < 1 << 16 else np.uint64)
-        order = np.argsort(codes, kind="stable")
-        sorted_codes = codes[order]
-        bounds = np.concatenate([[0], np.flatnonzero(np.diff(sorted_codes)) + 1, [len(order)]])
+        present = (np.flatnonzero(np.bincount(codes)) if codes.dtype == np.uint16
+                   else np.unique(codes))
         state = self.bucket_state(latest)
-        # units point into the batch: each gathers its own rows when executed (in parallel)
-        single = len(bounds) <= 2
+        single = len(present) == 1
         units = []
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
-            if hi <= lo:
-                continue
-            first = int(order[lo])
-            values = tuple(part_rows[int(part_codes[first])]) if self.partition_fields else ()
+        for code in present.tolist():
+            part_code, bucket = divmod(code, stride)
+            values = tuple(part_rows[part_code]) if self.partition_fields else ()
             partition = self.partition_bytes(values)
-            bucket = int(buckets[first])
             _, max_seq = state.get((partition, bucket), (None, -1))
             if self.unaware:
                 max_seq = -1
@@ -172,7 +191,7 @@ class TableWrite:
                     f" has {part_total} buckets but the table option says {num_buckets}; "
                     "rescaling needs an overwrite of that partition")
             units.append(WriteUnit(partition, values, bucket, num_buckets, rows, max_seq,
-                                   None if single else order[lo:hi]))
+                                   codes=None if single else codes, code=code))
         return units
 
     def route(self, rows: pa.Table) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
@@ -183,8 +202,17 @@ class TableWrite:
             return np.zeros(rows.num_rows, dtype=np.int64), part_codes, part_rows
         bucket_cols = [rows[k] for k in self.schema.bucket_keys]
         bucket_types = [self.schema.field(k).type for k in self.schema.bucket_keys]
-        buckets = bucket_ids(bucket_cols, bucket_types, self.options.bucket).astype(np.int64)
-        return buckets, part_codes, part_rows
+        n = rows.num_rows
+        workers = min(os.cpu_count() or 1, n // HASH_SLICE_ROWS)
+        if workers <= 1:
+            return (bucket_ids(bucket_cols, bucket_types, self.options.bucket).astype(np.int64),
+                    part_codes, part_rows)
+        # slices of the rows hashed side by side (numpy lets go of the GIL in its loops)
+        cuts = [n * i // workers for i in range(workers + 1)]
+        parts = parallel_map(lambda lo_hi: bucket_ids(
+            [c.slice(lo_hi[0], lo_hi[1] - lo_hi[0]) for c in bucket_cols], bucket_types,
+            self.options.bucket), list(zip(cuts[:-1], cuts[1:])), workers)
+        return np.concatenate(parts).astype(np.int64), part_codes, part_rows
 
     def _assign_dynamic(self, rows: pa.Table, latest: Snapshot | None, overwrite: bool
                         ) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
@@ -248,11 +276,12 @@ class TableWrite:
         """Stable key order of a unit's rows (positions in arrival order; ties keep arrival
         order), in Java's key order (floats by `Double.compare`)."""
         keys = [key_column(unit.source[k]) for k in self.keys]
+        at = unit.positions
         if len(keys) == 1 and pa.types.is_integer(keys[0].type) and not keys[0].null_count:
             values = keys[0].to_numpy()
-            return stable_int_order(values if unit.index is None else values[unit.index])
-        if unit.index is not None:
-            keys = [k.take(pa.array(unit.index)) for k in keys]
+            return stable_int_order(values if at is None else values[at])
+        if at is not None:
+            keys = [k.take(pa.array(at)) for k in keys]
         table = pa.table(keys, names=[f"k{i}" for i in range(len(keys))])
         return pc.sort_indices(table, sort_keys=[(f"k{i}", "ascending")
                                                  for i in range(len(keys))]).to_numpy()

@@ -15,7 +15,7 @@ new base would give.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -120,7 +120,7 @@ class BucketWriter:
         self.output.rows += rows.num_rows
         for unit in self.writer.plan(rows, None, None):
             # held until flushed: each unit's own rows, gathered once (not the whole batch)
-            unit = replace(unit, source=unit.rows, index=None)
+            unit = unit.detached()
             key = (unit.partition, unit.bucket)
             total = self.plan.totals.get(unit.partition)
             if total is not None and total != unit.total_buckets:

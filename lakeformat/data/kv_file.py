@@ -38,7 +38,9 @@ from lakeformat.data.formats import (
     physical_fields,
 )
 from lakeformat.data.stats import (
+    ColStats,
     collect_col_stats,
+    footer_stats,
     key_stats_modes,
     per_level,
     to_simple_stats,
@@ -210,9 +212,10 @@ class KeyValueFileWriter:
         while pos < phys.num_rows:
             name = self.new_file_name()
             with self._io.open_output(self._io.join(self._dir, name)) as out:
-                stop = fill(out, phys, pos)
+                stop, footer = fill(out, phys, pos)
                 size = out.tell()
-            metas.append(self._file_meta(name, size, phys.slice(pos, stop - pos)))
+            known = footer_stats(footer, self._schema.fields) if footer is not None else None
+            metas.append(self._file_meta(name, size, phys.slice(pos, stop - pos), known))
             pos = stop
         return metas
 
@@ -253,9 +256,10 @@ class KeyValueFileWriter:
         """What goes into the file of a slice of `_physical_table`."""
         return phys.drop_columns([SEQUENCE_NUMBER, VALUE_KIND]) if self._append else phys
 
-    def _parquet_file(self, out: Any, phys: pa.Table, pos: int) -> int:
+    def _parquet_file(self, out: Any, phys: pa.Table, pos: int) -> tuple[int, Any]:
         """Row groups (Avro: blocks) of ``phys`` from row ``pos`` on into ``out`` until its
-        real size reaches the target; returns the row the next file starts at.
+        real size reaches the target; returns the row the next file starts at and the Parquet
+        footer written (None for Avro).
 
         Each row group is sized from the on-disk bytes per row seen so far (Arrow bytes before
         anything was written), aiming a little past the target so a file usually is one or two
@@ -281,9 +285,9 @@ class KeyValueFileWriter:
                     break
         finally:
             writer.close()
-        return pos
+        return pos, writer.writer.metadata if self._format == "parquet" else None
 
-    def _orc_file(self, out: Any, phys: pa.Table, pos: int) -> int:
+    def _orc_file(self, out: Any, phys: pa.Table, pos: int) -> tuple[int, None]:
         """ORC stripes are buffered until close, so each file's row count is predicted from the
         bytes per row of earlier files (Arrow bytes for the first); sizes are still real."""
         n = phys.num_rows
@@ -293,9 +297,11 @@ class KeyValueFileWriter:
         part = self._file_part(phys.slice(pos, rows)).cast(self._orc_schema)
         orc.write_table(part, out, compression=self._orc_codec)
         self._disk_per_row = max(1.0, out.tell() / rows)
-        return pos + rows
+        return pos + rows, None
 
-    def _file_meta(self, name: str, size: int, part: pa.Table) -> DataFileMeta:
+    def _file_meta(self, name: str, size: int, part: pa.Table,
+                   known: dict[str, ColStats] | None = None) -> DataFileMeta:
+        """The file's entry; `known`: value columns' raw stats read off its footer."""
         seq = pc.min_max(part.column(SEQUENCE_NUMBER))
         kind = part.column(VALUE_KIND)
         retract = pc.sum(pc.is_in(kind, value_set=pa.array(RETRACT_KINDS, kind.type))).as_py()
@@ -308,7 +314,8 @@ class KeyValueFileWriter:
             self._key_fields)
         value_cols = [part.column(f.name) for f in self._schema.fields]
         value_stats, stats_cols = to_simple_stats(
-            collect_col_stats(value_cols, self._schema.fields, self._value_modes, self._format),
+            collect_col_stats(value_cols, self._schema.fields, self._value_modes, self._format,
+                              known),
             self._schema.fields, dense=self._dense)
         return DataFileMeta(
             file_name=name,

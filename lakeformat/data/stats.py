@@ -16,7 +16,7 @@ Deliberate, conservative deviations (readers treat a null min/max as "unknown"):
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -280,24 +280,65 @@ def _raw_stats(col: pa.Array | pa.ChunkedArray, dt: DataType, file_format: str,
 
 
 def column_stats(col: pa.Array | pa.ChunkedArray, dt: DataType, mode: str,
-                 file_format: str = "parquet") -> ColStats:
-    """Stats of one column under one mode (``none`` | ``counts`` | ``full`` | ``truncate(N)``)."""
+                 file_format: str = "parquet", raw: ColStats | None = None) -> ColStats:
+    """Stats of one column under one mode (``none`` | ``counts`` | ``full`` | ``truncate(N)``);
+    `raw`: the column's min, max and null count when already known (`footer_stats`)."""
     mode = normalize_mode(mode)
     if mode == "none":
         return NONE_STATS
-    raw = _raw_stats(col, dt, file_format, want_min_max=mode != "counts")
+    if raw is None:
+        raw = _raw_stats(col, dt, file_format, want_min_max=mode != "counts")
     if raw.is_none:
         return raw  # Java returns the footer-less NONE without consulting the collector
     return _apply_mode(raw, mode)
 
 
 def collect_col_stats(columns: Sequence[pa.Array | pa.ChunkedArray], fields: Sequence[DataField],
-                      modes: Sequence[str], file_format: str = "parquet") -> list[ColStats]:
-    """Per-column stats (a list, for callers that still need dense/all-mode choices)."""
+                      modes: Sequence[str], file_format: str = "parquet",
+                      known: Mapping[str, ColStats] | None = None) -> list[ColStats]:
+    """Per-column stats (a list, for callers that still need dense/all-mode choices);
+    `known`: raw stats of some columns by field name, taken as they are."""
     if not len(columns) == len(fields) == len(modes):
         raise ValueError(f"{len(columns)} columns, {len(fields)} fields, {len(modes)} modes")
-    return [column_stats(c, f.type, m, file_format)
+    known = known or {}
+    return [column_stats(c, f.type, m, file_format, known.get(f.name))
             for c, f, m in zip(columns, fields, modes, strict=True)]
+
+
+#: types whose min and max a Parquet footer holds exactly as `_raw_stats` computes them
+#: (byte-wise order; floats are left out: Parquet skips NaN, where Java keeps no min/max)
+_FOOTER_ROOTS = ("CHAR", "VARCHAR", "BINARY", "VARBINARY")
+
+
+def footer_stats(metadata: Any, fields: Sequence[DataField]) -> dict[str, ColStats]:
+    """Raw stats of the top-level string and binary `fields` from the footer of a Parquet
+    file just written (`pq.FileMetaData`): the writer computed them while encoding, so they
+    need not be computed again. A column left out: a row group without them (pyarrow omits
+    min/max over 4 KB), or a type whose footer stats differ from Java's."""
+    # a dotted name could also be the path of a nested leaf: computed instead
+    wanted = {f.name for f in fields if f.type.root in _FOOTER_ROOTS and "." not in f.name}
+    schema = metadata.schema
+    out: dict[str, ColStats] = {}
+    for j in range(metadata.num_columns):
+        name = schema.column(j).path
+        if name not in wanted:
+            continue
+        lo = hi = None
+        nulls = 0
+        for g in range(metadata.num_row_groups):
+            group = metadata.row_group(g)
+            st = group.column(j).statistics
+            if st is None or not st.has_null_count:
+                break
+            nulls += st.null_count
+            if st.has_min_max:
+                lo = st.min if lo is None or st.min < lo else lo
+                hi = st.max if hi is None or st.max > hi else hi
+            elif st.null_count != group.num_rows:
+                break
+        else:
+            out[name] = ColStats(lo, hi, nulls)
+    return out
 
 
 def to_simple_stats(stats: Sequence[ColStats], fields: Sequence[DataField],

@@ -377,6 +377,36 @@ def test_counts_none_full_and_field_overrides(tmp_path: Path) -> None:
     assert m.value_stats.null_counts == (None, 0, None, None, None)
 
 
+def test_string_stats_off_the_footer_match_the_values(tmp_path: Path) -> None:
+    """String and binary min/max come from the Parquet footer the writer filled; where the
+    footer has none (a value over 4 KB, an all-null row group) or the name is dotted, they
+    are computed: either way they are the values' own, in byte order, with null counts."""
+    fields = [DataField(0, "id", T.bigint(False)), DataField(1, "s", T.string()),
+              DataField(2, "b", T.bytes_()), DataField(3, "big", T.string()),
+              DataField(4, "none", T.string()), DataField(5, "a.b", T.string())]
+    schema = new_schema(0, fields, [], ["id"], {"metadata.stats-mode": "full"}, None)
+    n = 20_000
+    rows = [{"id": i, "s": None if i % 7 == 0 else f"v{(i * 7919) % n:05d}\u00e9",
+             "b": None if i % 5 == 0 else bytes([(i * 31) % 256, 255 - i % 256]),
+             "big": ("z" * 5000 if i == 4321 else f"x{i}"), "none": None,
+             "a.b": f"d{n - i}"} for i in range(n)]
+    metas = _writer(tmp_path, schema, {"target-file-size": "16kb"}).write(_kv(schema, rows))
+    assert len(metas) > 1  # several files, each with its own footer
+    pos = 0
+    vt = [f.type.copy(True) for f in schema.fields]
+    for m in metas:
+        part = rows[pos:pos + m.row_count]
+        pos += m.row_count
+        mins = from_avro_bytes(m.value_stats.min_values, vt)
+        maxs = from_avro_bytes(m.value_stats.max_values, vt)
+        for j, f in enumerate(fields):
+            present = [r[f.name] for r in part if r[f.name] is not None]
+            assert m.value_stats.null_counts[j] == len(part) - len(present), f.name
+            assert mins[j] == (min(present) if present else None), f.name
+            assert maxs[j] == (max(present) if present else None), f.name
+    assert pos == n
+
+
 # -- ORC ---------------------------------------------------------------------------------------
 
 def test_orc_round_trip(tmp_path: Path) -> None:
@@ -386,7 +416,7 @@ def test_orc_round_trip(tmp_path: Path) -> None:
               DataField(6, "day", T.date()), DataField(7, "b", T.bytes_()),
               DataField(8, "arr", DataType("ARRAY", element=T.int_()))]
     schema = new_schema(0, fields, [], ["id"], {"file.format": "orc"}, None)
-    n = 5000
+    n = 20_000
     rows = [{"id": i, "s": f"s{i}", "dec": Decimal(i) / 1000, "tm": dt.time(1, 2, 3, 4000),
              "ts": dt.datetime(2024, 1, 1, 0, 0, i % 60, 123000),
              "ltz": dt.datetime(2024, 1, 1, 0, 0, 0, i, tzinfo=dt.UTC),

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeformat.data.gather import take_rows
 from lakeformat.data.kv_file import KeyValueFileWriter
 from lakeformat.errors import SchemaMismatchError, UnsupportedError
 from lakeformat.merge import merge_engine
@@ -358,7 +359,7 @@ class TableWrite:
         key_order = self._key_order(unit)
         # the unit's rows first (ascending positions: a streaming gather), then key order
         # within them: two gathers beat one random gather over the whole batch
-        rows = unit.rows.take(pa.array(key_order))
+        rows = take_rows(unit.rows, key_order)
         seq = pa.array(key_order.astype(np.int64) + (unit.max_sequence_number + 1))
         kv = pa.table([seq, rows[VALUE_KIND]] + [rows[f.name] for f in self.schema.fields],
                       names=[SEQUENCE_NUMBER, VALUE_KIND] + self.schema.field_names)

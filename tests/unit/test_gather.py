@@ -1,0 +1,54 @@
+"""`take_rows` gives exactly `Table.take`, whatever the column types, nulls and slicing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from lakeformat.data.gather import MIN_VIEW_ROWS, take_rows
+
+
+def _table(n: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    words = [None if i % 11 == 0 else "w" * int(rng.integers(0, 30)) + str(i) + "\u00e9"
+             for i in range(n)]
+    blobs = [None if i % 13 == 0 else bytes(rng.integers(0, 256, int(rng.integers(0, 20)),
+                                                         dtype=np.uint8)) for i in range(n)]
+    return pa.table({
+        "id": pa.array(rng.integers(0, 1 << 40, n)),
+        "s": pa.array(words, pa.string()),
+        "s_full": pa.array([f"v{i:07d}" for i in range(n)], pa.string()),
+        "b": pa.array(blobs, pa.binary()),
+        "big": pa.array(words, pa.large_string()),
+        "d": pa.array(words).dictionary_encode(),
+        "l": pa.array([[i, i + 1] if i % 3 else None for i in range(n)]),
+    })
+
+
+@pytest.mark.parametrize("n", [10, MIN_VIEW_ROWS, 3 * MIN_VIEW_ROWS + 7])
+def test_same_rows_as_take(n: int) -> None:
+    table = _table(n, n)
+    rng = np.random.default_rng(n + 1)
+    for order in (rng.permutation(n), np.sort(rng.integers(0, n, n // 2)),
+                  rng.integers(0, n, 2 * n), np.zeros(0, dtype=np.int64)):
+        order = order.astype(np.int64)
+        got = take_rows(table, order)
+        assert got.schema == table.schema
+        assert got.equals(table.take(pa.array(order)))
+
+
+def test_sliced_and_chunked_columns() -> None:
+    n = 3 * MIN_VIEW_ROWS
+    table = _table(2 * n, 7).slice(n // 3, n)  # columns with an offset
+    order = np.random.default_rng(3).permutation(n).astype(np.int64)
+    assert take_rows(table, order).equals(table.take(pa.array(order)))
+    chunked = pa.concat_tables([table.slice(0, n // 2), table.slice(n // 2)])
+    assert take_rows(chunked, order).equals(table.take(pa.array(order)))
+
+
+def test_out_of_range_positions_are_refused() -> None:
+    table = _table(MIN_VIEW_ROWS, 1)
+    for bad in ([MIN_VIEW_ROWS], [-1]):
+        with pytest.raises(IndexError):
+            take_rows(table, np.array(bad, dtype=np.int64))

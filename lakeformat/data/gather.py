@@ -5,8 +5,10 @@ builder; for a random order over a few hundred thousand values that per-value wo
 a write's gather time. The same gather done on the column's *views* (Arrow's string_view
 layout: 16 bytes per value pointing into the unchanged data buffer) is numpy's fixed-width
 gather, and the cast of the gathered views back to a plain string column copies the bytes in
-one pass: several times faster, and the result is the same array `take` would give.
-Other columns, and short inputs, use Arrow's `take`.
+one tight pass; the result is the same array `take` would give. Alone, a string column's
+gather then takes about a third of the time; within a write, where the cast back still reads
+the strings in random order, it saves a few percent of the CPU. Other columns, and short
+inputs, use Arrow's `take`.
 """
 
 from __future__ import annotations

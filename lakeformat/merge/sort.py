@@ -59,11 +59,12 @@ def stable_int_order(values: np.ndarray) -> np.ndarray:
     numpy's vectorized sort is several times faster than an argsort, and the positions in
     the low bits break ties, so the order is stable by construction."""
     n = len(values)
-    if n < 2 or values.dtype.kind != "i":
-        return np.argsort(values, kind="stable").astype(np.int64, copy=False)
-    lo, hi = int(values.min()), int(values.max())
-    bits = (n - 1).bit_length()
-    if (hi - lo).bit_length() + bits > 63:
+    packable = n >= 2 and values.dtype.kind == "i"
+    if packable:
+        lo, hi = int(values.min()), int(values.max())
+        bits = (n - 1).bit_length()
+        packable = (hi - lo).bit_length() + bits <= 63
+    if not packable:
         return np.argsort(values, kind="stable").astype(np.int64, copy=False)
     packed = values.astype(np.int64)
     packed -= lo

@@ -148,15 +148,15 @@ class LocalFileIO(FileIO):
     # ------------------------------------------------------------------ write
 
     def _temp_path(self, target: str) -> str:
-        """Temp name in the target's directory, so the final rename/link stays on one device."""
+        """Temp name in the target's directory (created if missing), so the final rename/link
+        stays on one device."""
         d, name = os.path.split(target)
+        if d:
+            os.makedirs(d, exist_ok=True)
         return os.path.join(d, f".{name}.{uuid.uuid4().hex}.tmp")
 
     def _write_temp(self, target: str, data: bytes) -> str:
         """Write ``data`` to a fresh temp file next to ``target``; removed again on failure."""
-        parent = os.path.dirname(target)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
         tmp = self._temp_path(target)
         try:
             with open(tmp, "xb") as f:
@@ -184,9 +184,6 @@ class LocalFileIO(FileIO):
         """Bytes stream straight into the temp file (buffered; no copy of the whole file in
         memory), which is flushed and renamed to ``path`` as `write_bytes` does."""
         target = local_path(path)
-        parent = os.path.dirname(target)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
         tmp = self._temp_path(target)
         try:
             with pa.output_stream(tmp, buffer_size=OUTPUT_BUFFER) as out:

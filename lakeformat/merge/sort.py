@@ -58,6 +58,23 @@ def stable_int_order(values: np.ndarray) -> np.ndarray:
     (less the minimum) and its position are packed into one int64 and sorted as values:
     numpy's vectorized sort is several times faster than an argsort, and the positions in
     the low bits break ties, so the order is stable by construction."""
+    return _int_order(values, False)[0]
+
+
+def stable_int_groups(values: np.ndarray) -> tuple[np.ndarray, KeyGroups]:
+    """`stable_int_order` of `values` and the groups of equal values in that order (what
+    `key_groups` finds in a table sorted by a single integer key), from the sort itself."""
+    order, ordered = _int_order(values, True)
+    n = len(order)
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1]))) if n else order
+    ends = np.empty_like(starts)
+    ends[:-1] = starts[1:] - 1
+    ends[-1:] = n - 1
+    return order, KeyGroups(starts.astype(np.int64, copy=False), ends)
+
+
+def _int_order(values: np.ndarray, with_values: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """The stable order and, if asked, the values in that order (less the minimum)."""
     n = len(values)
     packable = n >= 2 and values.dtype.kind == "i"
     if packable:
@@ -65,14 +82,16 @@ def stable_int_order(values: np.ndarray) -> np.ndarray:
         bits = (n - 1).bit_length()
         packable = (hi - lo).bit_length() + bits <= 63
     if not packable:
-        return np.argsort(values, kind="stable").astype(np.int64, copy=False)
+        order = np.argsort(values, kind="stable").astype(np.int64, copy=False)
+        return order, values[order] if with_values else None
     packed = values.astype(np.int64)
     packed -= lo
     packed <<= bits
     packed |= np.arange(n, dtype=np.int64)
     packed.sort()
+    ordered = packed >> bits if with_values else None
     packed &= (1 << bits) - 1
-    return packed
+    return packed, ordered
 
 
 def sort_for_merge(table: pa.Table, key_names: list[str],

@@ -32,9 +32,10 @@ from lakeformat.merge.sort import (
     INSERT,
     UPDATE_AFTER,
     UPDATE_BEFORE,
+    KeyGroups,
     key_column,
     sort_for_merge,
-    stable_int_order,
+    stable_int_groups,
 )
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids, hash_rows
@@ -273,19 +274,20 @@ class TableWrite:
         """The BinaryRow of one partition's values, as manifests store it."""
         return to_avro_bytes(list(values), [f.type for f in self.partition_fields])
 
-    def _key_order(self, unit: WriteUnit) -> np.ndarray:
+    def _key_order(self, unit: WriteUnit) -> tuple[np.ndarray, KeyGroups | None]:
         """Stable key order of a unit's rows (positions in arrival order; ties keep arrival
-        order), in Java's key order (floats by `Double.compare`)."""
+        order), in Java's key order (floats by `Double.compare`); with a single integer key
+        (or float codes) also the key groups of that order, which the sort yields for free."""
         keys = [key_column(unit.source[k]) for k in self.keys]
         at = unit.positions
         if len(keys) == 1 and pa.types.is_integer(keys[0].type) and not keys[0].null_count:
             values = keys[0].to_numpy()
-            return stable_int_order(values if at is None else values[at])
+            return stable_int_groups(values if at is None else values[at])
         if at is not None:
             keys = [k.take(pa.array(at)) for k in keys]
         table = pa.table(keys, names=[f"k{i}" for i in range(len(keys))])
         return pc.sort_indices(table, sort_keys=[(f"k{i}", "ascending")
-                                                 for i in range(len(keys))]).to_numpy()
+                                                 for i in range(len(keys))]).to_numpy(), None
 
     def _filter_kinds(self, table: pa.Table, kinds: np.ndarray) -> tuple[pa.Table, np.ndarray]:
         """`ignore-delete` drops retracts and `ignore-update-before` drops -U before writing."""
@@ -355,18 +357,21 @@ class TableWrite:
         """Pure function of a unit: write its files, return what to commit."""
         if self.engine is None:
             return self._execute_append(unit)
-        # Sequence numbers follow arrival order; rows are then sorted by key (stable).
-        key_order = self._key_order(unit)
+        # Rows are sorted by key (stable: a key's records keep arrival order) and numbered in
+        # that order. Sequence numbers are only ever compared within a key, where this is
+        # arrival order; ascending numbers also encode smaller and faster than a permutation.
+        key_order, groups = self._key_order(unit)
         # the unit's rows first (ascending positions: a streaming gather), then key order
         # within them: two gathers beat one random gather over the whole batch
         rows = take_rows(unit.rows, key_order)
-        seq = pa.array(key_order.astype(np.int64) + (unit.max_sequence_number + 1))
+        seq = pa.array(np.arange(len(key_order), dtype=np.int64)
+                       + (unit.max_sequence_number + 1))
         kv = pa.table([seq, rows[VALUE_KIND]] + [rows[f.name] for f in self.schema.fields],
                       names=[SEQUENCE_NUMBER, VALUE_KIND] + self.schema.field_names)
         if self.ctx.sequence_fields:  # rows are key-sorted in arrival order; refine the ties
             kv = sort_for_merge(kv, self.keys, self.ctx.sequence_fields,
                                 self.ctx.sequence_ascending)
-        kv = self.engine.merge_sorted(kv)
+        kv = self.engine.merge_sorted(kv, groups=groups)  # groups: by key, whatever the ties
         writer = KeyValueFileWriter(self.file_io,
                                     self.paths.bucket_dir(unit.partition_values, unit.bucket),
                                     self.schema, self.options)

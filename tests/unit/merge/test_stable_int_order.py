@@ -1,13 +1,15 @@
-"""`stable_int_order` is numpy's stable argsort, whatever the values' width, sign and span."""
+"""`stable_int_order` is numpy's stable argsort, whatever the values' width, sign and span;
+`stable_int_groups` also finds the groups `key_groups` finds in the sorted values."""
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakeformat.merge.sort import stable_int_order
+from lakeformat.merge.sort import key_groups, stable_int_groups, stable_int_order
 
 I64 = st.integers(-(1 << 63), (1 << 63) - 1)
 
@@ -33,3 +35,17 @@ def test_ties_keep_arrival_order_at_any_span(span: int) -> None:
     assert got.tolist() == np.argsort(values, kind="stable").tolist()
     ordered = values[got]
     assert (ordered[1:] >= ordered[:-1]).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(I64, st.integers(-3, 3)), max_size=300),
+       st.sampled_from(["int8", "int32", "int64"]))
+def test_groups_are_the_key_groups_of_the_order(values: list[int], dtype: str) -> None:
+    info = np.iinfo(dtype)
+    arr = np.array([min(max(v, info.min), info.max) for v in values], dtype=dtype)
+    order, groups = stable_int_groups(arr)
+    assert order.tolist() == np.argsort(arr, kind="stable").tolist()
+    expected = key_groups(pa.table({"k": arr[order]}), ["k"])
+    assert groups.starts.dtype == groups.ends.dtype == np.int64
+    assert groups.starts.tolist() == expected.starts.tolist()
+    assert groups.ends.tolist() == expected.ends.tolist()

@@ -16,7 +16,8 @@ files as written, before any compaction), the best time kept:
   columns, read and dropped) and encodes, as one zstd Parquet file, that bucket's merged rows
   with every column of the data files (`_KEY_id`, `_SEQUENCE_NUMBER`, `_VALUE_KIND` and the
   table's columns, as lakeformat's compacted files hold them) and the same encodings
-  (dictionary only where lakeformat's writer keeps one). The merged rows are computed
+  (dictionary only where lakeformat's writer keeps one, DELTA_BINARY_PACKED where it picks
+  it). The merged rows are computed
   before the clock starts (with the floor's kernel): timed are the decode of every run and
   the encode of the result, no merge at all;
 * DuckDB: for each bucket, one `COPY (SELECT id, arg_max...(col, _SEQUENCE_NUMBER) ... FROM
@@ -84,7 +85,10 @@ from write_read import (  # noqa: E402
 )
 
 import lakeformat as lf  # noqa: E402
-from lakeformat.data.formats import parquet_dictionary_columns  # noqa: E402
+from lakeformat.data.formats import (  # noqa: E402
+    parquet_delta_columns,
+    parquet_dictionary_columns,
+)
 
 ENGINES = ("deduplicate", "partial-update")
 TARGET_FLOOR = 1.3  # lakeformat / floor, and lakeformat / I/O floor
@@ -171,8 +175,8 @@ def merged_by_bucket(t: lf.Table, engine: str) -> dict[int, pa.Table]:
 def run_io_floor(t: lf.Table, merged: dict[int, pa.Table], out_dir: Path) -> float:
     """Per bucket: decode every data file (all columns), encode the precomputed merged rows
     as zstd Parquet with the encodings lakeformat picks (dictionary only for the columns
-    `parquet_dictionary_columns` keeps; never for the key and sequence columns). No merge is
-    timed."""
+    `parquet_dictionary_columns` keeps, never for the key and sequence columns; delta for the
+    integer columns `parquet_delta_columns` picks). No merge is timed."""
     by_bucket = bucket_files(t)
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -182,8 +186,11 @@ def run_io_floor(t: lf.Table, merged: dict[int, pa.Table], out_dir: Path) -> flo
         plain = {"_SEQUENCE_NUMBER", "id", "_KEY_id"}
         dictionary = parquet_dictionary_columns(
             rows, [c for c in rows.column_names if c not in plain])
+        delta = parquet_delta_columns(
+            rows, [c for c in rows.column_names if c not in dictionary])
         pq.write_table(rows, out_dir / f"bucket-{bucket}.parquet", compression="zstd",
-                       compression_level=ZSTD_LEVEL, use_dictionary=dictionary)
+                       compression_level=ZSTD_LEVEL, use_dictionary=dictionary,
+                       column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED"))
         del runs
     return time.perf_counter() - start
 

@@ -34,6 +34,7 @@ __all__ = [
     "orc_compression",
     "orc_write_schema",
     "parquet_compression",
+    "parquet_delta_columns",
     "parquet_dictionary_columns",
     "parquet_leaf_paths",
     "parquet_write_options",
@@ -256,6 +257,38 @@ def _dictionary_pays(col: pa.ChunkedArray, n: int) -> bool:
     else:
         width = max(1, t.bit_width // 8)
     return estimate * width <= DICTIONARY_PAGE_LIMIT
+
+
+#: Contiguous windows of this many values, spread over an integer column, judge its deltas.
+DELTA_WINDOW = 1024
+DELTA_WINDOWS = 4
+#: DELTA_BINARY_PACKED pays when neighbouring values mostly differ by less than this: sorted
+#: keys, sequence numbers, small codes encode 2-5x faster than PLAIN + zstd, decode 2-3x
+#: faster and come out smaller; differences near 64 bits (random wide keys) encode slower.
+DELTA_MAX_STEP = float(1 << 32)
+
+
+def parquet_delta_columns(table: pa.Table, candidates: list[str]) -> list[str]:
+    """The `candidates` (top-level columns of `table`) worth DELTA_BINARY_PACKED: integer
+    columns (Parquet INT32/INT64) whose neighbouring values differ by less than
+    `DELTA_MAX_STEP` in at least 90% of a few sampled windows. Java Paimon reads the encoding
+    since 1.0 (its vectorized Parquet reader), pyarrow (pypaimon) always."""
+    return [name for name in candidates
+            if "." not in name and pa.types.is_integer(table[name].type)
+            and table.num_rows > 1 and _delta_pays(table[name])]
+
+
+def _delta_pays(col: pa.ChunkedArray) -> bool:
+    n = len(col)
+    starts = np.linspace(0, max(0, n - DELTA_WINDOW), DELTA_WINDOWS).astype(np.int64)
+    steps = []
+    for start in np.unique(starts).tolist():
+        window = pc.drop_null(col.slice(start, DELTA_WINDOW)).to_numpy()
+        if len(window) > 1:  # float differences: no wrap-around on wide int64 values
+            steps.append(np.abs(np.diff(window.astype(np.float64))))
+    if not steps:
+        return False
+    return float(np.percentile(np.concatenate(steps), 90)) < DELTA_MAX_STEP
 
 
 def _pool_size(sampled: int, distinct: int, rows: int) -> float:

@@ -31,6 +31,7 @@ from lakeformat.data.formats import (
     compression_extension,
     orc_compression,
     orc_write_schema,
+    parquet_delta_columns,
     parquet_dictionary_columns,
     parquet_leaf_paths,
     parquet_write_options,
@@ -144,7 +145,7 @@ class KeyValueFileWriter:
         self._uuid = str(uuid.uuid4())
         self._counter = 0
         self._disk_per_row: float | None = None  # learnt from files written so far
-        self._dict_chosen = fmt != "parquet"  # `_choose_dictionary` decides once
+        self._dict_chosen = fmt != "parquet"  # `_choose_encodings` decides once
         # to_arrow types plus Parquet field ids; ORC files get their own cast at write time
         self._arrow_schema = parquet_write_schema(self._fields)
         if fmt == "parquet":
@@ -173,15 +174,20 @@ class KeyValueFileWriter:
         return [path for f in self._fields if f.name not in unique
                 for path in parquet_leaf_paths(f.name, f.type)]
 
-    def _choose_dictionary(self, phys: pa.Table) -> None:
+    def _choose_encodings(self, phys: pa.Table) -> None:
         """Once per writer, from the first rows it writes: dictionary encoding only for the
-        columns whose values repeat enough (`parquet_dictionary_columns`)."""
+        columns whose values repeat enough (`parquet_dictionary_columns`), DELTA_BINARY_PACKED
+        for integer columns of close neighbours among the rest (`parquet_delta_columns`)."""
         if self._dict_chosen:
             return
         self._dict_chosen = True
         flat = [c for c in self._dict_candidates if c in phys.column_names]
         nested = [c for c in self._dict_candidates if c not in phys.column_names]
-        self._pq_options["use_dictionary"] = parquet_dictionary_columns(phys, flat) + nested
+        dictionary = parquet_dictionary_columns(phys, flat)
+        self._pq_options["use_dictionary"] = dictionary + nested
+        rest = [f.name for f in self._arrow_schema if f.name not in dictionary]
+        delta = parquet_delta_columns(phys, rest)
+        self._pq_options["column_encoding"] = dict.fromkeys(delta, "DELTA_BINARY_PACKED")
 
     @property
     def file_format(self) -> str:
@@ -206,7 +212,7 @@ class KeyValueFileWriter:
             return []
         phys = self._physical_table(kv)
         fill = self._orc_file if self._format == "orc" else self._parquet_file
-        self._choose_dictionary(phys)
+        self._choose_encodings(phys)
         metas: list[DataFileMeta] = []
         pos = 0
         while pos < phys.num_rows:

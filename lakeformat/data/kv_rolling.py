@@ -100,7 +100,7 @@ class RollingKeyValueFileWriter(KeyValueFileWriter):
         table = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
         self._pending = []
         self._pending_bytes = 0
-        self._choose_dictionary(table)
+        self._choose_encodings(table)
         n = table.num_rows
         mem_per_row = max(1.0, table.nbytes / n)
         pos = 0

@@ -95,7 +95,7 @@ def test_sequence_numbers_are_kept(catalog):
 
 
 def test_many_slices_and_rolling_files_give_the_same_rows(catalog, monkeypatch):
-    t = make(catalog, bucket="1", **{"target-file-size": "64 kb",
+    t = make(catalog, bucket="1", **{"target-file-size": "32 kb",
                                      "merge-engine": "partial-update"})
     rng = np.random.default_rng(3)
     for i in range(5):
@@ -140,7 +140,7 @@ def test_minor_compaction_follows_universal_picks(catalog):
     assert t.compact(full=False).snapshot_ids == []
     # with a lower trigger the newest small runs are compacted into a level below the top
     t2 = make(catalog, "db.t2", bucket="1", **{"num-sorted-run.compaction-trigger": "2"})
-    t2.write(rows("d", range(1000), seed=1))
+    t2.write(rows("d", range(10_000), seed=1))  # outweighs the two small runs (size ratio)
     t2.compact()
     t2.write(rows("d", [1, 2], seed=2))
     t2.write(rows("d", [3, 4], seed=3))

@@ -65,12 +65,13 @@ def test_writes_produce_their_changelog_before_they_return(tmp_path):
 
 def test_lookup_changelog_against_the_levels_above(tmp_path):
     t = table(tmp_path)
-    t.write(pa.table({"id": list(range(2000)), "v": [f"a{i}" for i in range(2000)],
-                      "n": [1] * 2000}, schema=SCHEMA))
+    n = 20_000  # the top run must outweigh the three small runs below (size ratio)
+    t.write(pa.table({"id": list(range(n)), "v": [f"a{i}" for i in range(n)],
+                      "n": [1] * n}, schema=SCHEMA))
     t.compact(full=False)  # nothing above yet: every key is new
     snap = t.latest_snapshot()
-    assert snap.commit_kind == "COMPACT" and snap.changelog_record_count == 2000
-    t.write(data([1, 2, 5000], "b", 2))
+    assert snap.commit_kind == "COMPACT" and snap.changelog_record_count == n
+    t.write(data([1, 2, 50_000], "b", 2))
     t.delete(pa.table({"id": [3]}))
     t.write(data([4], "a", 1).set_column(1, "v", pa.array(["a4"])))  # the same value again
     t.compact(full=False)
@@ -79,8 +80,8 @@ def test_lookup_changelog_against_the_levels_above(tmp_path):
     assert {e.file.level for e in live_entries(t)} == {top, top - 1}  # a level below the top
     assert changelog_of(t, snap) == [
         ("-U", 1, "a1"), ("+U", 1, "b1"), ("-U", 2, "a2"), ("+U", 2, "b2"), ("-D", 3, "a3"),
-        ("-U", 4, "a4"), ("+U", 4, "a4"), ("+I", 5000, "b5000")]
-    assert len(rows(t)) == 2000
+        ("-U", 4, "a4"), ("+U", 4, "a4"), ("+I", 50_000, "b50000")]
+    assert len(rows(t)) == n
     # a key deleted and written again between compactions: +I against nothing above
     t.write(data([3], "c", 3))
     t.compact(full=False)

@@ -152,7 +152,7 @@ def test_time_travel_and_partition_filter(catalog):
 
 
 def test_rolling_files_at_target_size(catalog):
-    t = make_table(catalog, **{"target-file-size": "20 kb", "bucket": "1"})
+    t = make_table(catalog, **{"target-file-size": "10 kb", "bucket": "1"})
     data = rows("a", list(range(20000)))
     t.write(data)
     files = t.files()

@@ -35,6 +35,7 @@ __all__ = [
     "orc_write_schema",
     "parquet_compression",
     "parquet_delta_columns",
+    "parquet_encodings",
     "parquet_dictionary_columns",
     "parquet_leaf_paths",
     "parquet_write_options",
@@ -257,6 +258,21 @@ def _dictionary_pays(col: pa.ChunkedArray, n: int) -> bool:
     else:
         width = max(1, t.bit_width // 8)
     return estimate * width <= DICTIONARY_PAGE_LIMIT
+
+
+def parquet_encodings(table: pa.Table, candidates: list[str], columns: list[str]
+                      ) -> dict[str, Any]:
+    """``use_dictionary`` and ``column_encoding`` of ``pq.ParquetWriter`` for files like
+    `table`: a dictionary for the `candidates` (leaf paths) whose values repeat enough
+    (`parquet_dictionary_columns`; nested ones are left to the writer), DELTA_BINARY_PACKED
+    for the file's other `columns` that are integers of close neighbours
+    (`parquet_delta_columns`)."""
+    flat = [c for c in candidates if c in table.column_names]
+    dictionary = parquet_dictionary_columns(table, flat)
+    nested = [c for c in candidates if c not in table.column_names]
+    delta = parquet_delta_columns(table, [c for c in columns if c not in dictionary])
+    return {"use_dictionary": dictionary + nested,
+            "column_encoding": dict.fromkeys(delta, "DELTA_BINARY_PACKED")}
 
 
 #: Contiguous windows of this many values, spread over an integer column, judge its deltas.

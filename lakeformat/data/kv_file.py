@@ -31,8 +31,7 @@ from lakeformat.data.formats import (
     compression_extension,
     orc_compression,
     orc_write_schema,
-    parquet_delta_columns,
-    parquet_dictionary_columns,
+    parquet_encodings,
     parquet_leaf_paths,
     parquet_write_options,
     parquet_write_schema,
@@ -175,19 +174,12 @@ class KeyValueFileWriter:
                 for path in parquet_leaf_paths(f.name, f.type)]
 
     def _choose_encodings(self, phys: pa.Table) -> None:
-        """Once per writer, from the first rows it writes: dictionary encoding only for the
-        columns whose values repeat enough (`parquet_dictionary_columns`), DELTA_BINARY_PACKED
-        for integer columns of close neighbours among the rest (`parquet_delta_columns`)."""
+        """Once per writer, from the first rows it writes (`parquet_encodings`)."""
         if self._dict_chosen:
             return
         self._dict_chosen = True
-        flat = [c for c in self._dict_candidates if c in phys.column_names]
-        nested = [c for c in self._dict_candidates if c not in phys.column_names]
-        dictionary = parquet_dictionary_columns(phys, flat)
-        self._pq_options["use_dictionary"] = dictionary + nested
-        rest = [f.name for f in self._arrow_schema if f.name not in dictionary]
-        delta = parquet_delta_columns(phys, rest)
-        self._pq_options["column_encoding"] = dict.fromkeys(delta, "DELTA_BINARY_PACKED")
+        self._pq_options.update(parquet_encodings(phys, self._dict_candidates,
+                                                  self._arrow_schema.names))
 
     @property
     def file_format(self) -> str:

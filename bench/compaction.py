@@ -85,10 +85,7 @@ from write_read import (  # noqa: E402
 )
 
 import lakeformat as lf  # noqa: E402
-from lakeformat.data.formats import (  # noqa: E402
-    parquet_delta_columns,
-    parquet_dictionary_columns,
-)
+from lakeformat.data.formats import parquet_encodings  # noqa: E402
 
 ENGINES = ("deduplicate", "partial-update")
 TARGET_FLOOR = 1.3  # lakeformat / floor, and lakeformat / I/O floor
@@ -174,9 +171,9 @@ def merged_by_bucket(t: lf.Table, engine: str) -> dict[int, pa.Table]:
 
 def run_io_floor(t: lf.Table, merged: dict[int, pa.Table], out_dir: Path) -> float:
     """Per bucket: decode every data file (all columns), encode the precomputed merged rows
-    as zstd Parquet with the encodings lakeformat picks (dictionary only for the columns
-    `parquet_dictionary_columns` keeps, never for the key and sequence columns; delta for the
-    integer columns `parquet_delta_columns` picks). No merge is timed."""
+    as zstd Parquet with the encodings lakeformat's writer picks (`parquet_encodings`: a
+    dictionary only where values repeat, never for the key and sequence columns; delta for
+    integer columns of close neighbours). No merge is timed."""
     by_bucket = bucket_files(t)
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -184,13 +181,10 @@ def run_io_floor(t: lf.Table, merged: dict[int, pa.Table], out_dir: Path) -> flo
         runs = [pq.read_table(p) for p in paths]
         rows = merged[bucket]
         plain = {"_SEQUENCE_NUMBER", "id", "_KEY_id"}
-        dictionary = parquet_dictionary_columns(
-            rows, [c for c in rows.column_names if c not in plain])
-        delta = parquet_delta_columns(
-            rows, [c for c in rows.column_names if c not in dictionary])
+        encodings = parquet_encodings(rows, [c for c in rows.column_names if c not in plain],
+                                      rows.column_names)
         pq.write_table(rows, out_dir / f"bucket-{bucket}.parquet", compression="zstd",
-                       compression_level=ZSTD_LEVEL, use_dictionary=dictionary,
-                       column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED"))
+                       compression_level=ZSTD_LEVEL, **encodings)
         del runs
     return time.perf_counter() - start
 

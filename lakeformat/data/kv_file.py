@@ -144,7 +144,7 @@ class KeyValueFileWriter:
         self._uuid = str(uuid.uuid4())
         self._counter = 0
         self._disk_per_row: float | None = None  # learnt from files written so far
-        self._dict_chosen = fmt != "parquet"  # `_choose_encodings` decides once
+        self._encodings_chosen = fmt != "parquet"  # `_choose_encodings` decides once
         # to_arrow types plus Parquet field ids; ORC files get their own cast at write time
         self._arrow_schema = parquet_write_schema(self._fields)
         if fmt == "parquet":
@@ -175,9 +175,9 @@ class KeyValueFileWriter:
 
     def _choose_encodings(self, phys: pa.Table) -> None:
         """Once per writer, from the first rows it writes (`parquet_encodings`)."""
-        if self._dict_chosen:
+        if self._encodings_chosen:
             return
-        self._dict_chosen = True
+        self._encodings_chosen = True
         self._pq_options.update(parquet_encodings(phys, self._dict_candidates,
                                                   self._arrow_schema.names))
 

@@ -40,6 +40,16 @@ class KeyGroups:
     def __len__(self) -> int:
         return len(self.starts)
 
+    @staticmethod
+    def of_boundaries(new_key: np.ndarray) -> KeyGroups:
+        """The groups of a sorted table whose row i starts a new key where `new_key[i]`
+        (`new_key[0]` is True for a non-empty table)."""
+        starts = np.flatnonzero(new_key).astype(np.int64)
+        ends = np.empty_like(starts)
+        ends[:-1] = starts[1:] - 1
+        ends[-1:] = len(new_key) - 1
+        return KeyGroups(starts, ends)
+
 
 def is_retract(kinds: pa.Array | pa.ChunkedArray | np.ndarray) -> np.ndarray:
     k = np.asarray(kinds) if isinstance(kinds, np.ndarray) else _np(kinds)
@@ -65,16 +75,14 @@ def stable_int_groups(values: np.ndarray) -> tuple[np.ndarray, KeyGroups]:
     """`stable_int_order` of `values` and the groups of equal values in that order (what
     `key_groups` finds in a table sorted by a single integer key), from the sort itself."""
     order, ordered = _int_order(values, True)
-    n = len(order)
-    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1]))) if n else order
-    ends = np.empty_like(starts)
-    ends[:-1] = starts[1:] - 1
-    ends[-1:] = n - 1
-    return order, KeyGroups(starts.astype(np.int64, copy=False), ends)
+    new_key = np.ones(len(order), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=new_key[1:])
+    return order, KeyGroups.of_boundaries(new_key)
 
 
 def _int_order(values: np.ndarray, with_values: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """The stable order and, if asked, the values in that order (less the minimum)."""
+    """The stable order and, if asked, the values in that order (less the minimum when
+    packed: equal values stay equal, which is all `stable_int_groups` looks at)."""
     n = len(values)
     packable = n >= 2 and values.dtype.kind == "i"
     if packable:
@@ -177,11 +185,8 @@ def _key_sort(table: pa.Table, key_names: list[str], sequence_fields: Sequence[s
             return None
     if base is not None:
         perm = base[perm]
-    starts = np.flatnonzero(np.concatenate([[True], ~same])).astype(np.int64)
-    ends = np.empty_like(starts)
-    ends[:-1] = starts[1:] - 1
-    ends[-1] = len(keys) - 1
-    return perm.astype(np.int64, copy=False), KeyGroups(starts, ends)
+    return perm.astype(np.int64, copy=False), KeyGroups.of_boundaries(
+        np.concatenate([[True], ~same]))
 
 
 def _oldest_first(seq: np.ndarray, runs: np.ndarray | None) -> np.ndarray | None:
@@ -236,11 +241,7 @@ def key_groups(table: pa.Table, key_names: list[str]) -> KeyGroups:
             # keys are never null; fill defensively so a null never merges two keys
             neq = pc.fill_null(neq, True)
             new_key[1:] |= _np(neq)
-    starts = np.flatnonzero(new_key).astype(np.int64)
-    ends = np.empty_like(starts)
-    ends[:-1] = starts[1:] - 1
-    ends[-1] = n - 1
-    return KeyGroups(starts, ends)
+    return KeyGroups.of_boundaries(new_key)
 
 
 def pick_rows(table: pa.Table, rows: np.ndarray, override: np.ndarray, kind: int) -> pa.Table:

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from lakeformat.errors import InvalidFilterError, SchemaMismatchError
 from lakeformat.merge.context import MergeContext
-from lakeformat.merge.partial_update import REMOVE_ON_DELETE, REMOVE_ON_SEQUENCE_GROUP
+from lakeformat.merge.partial_update_options import REMOVE_ON_DELETE, REMOVE_ON_SEQUENCE_GROUP
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import FileKind
 from lakeformat.meta.partition import partition_path

@@ -253,6 +253,7 @@ class MergeTreeReader:
             if u:
                 heads.append(t.slice(0, u) if u < t.num_rows else t)
                 runs.append(i)
+        heads, runs = _in_sequence_order(heads, runs)
         sizes = np.array([h.num_rows for h in heads], dtype=np.int64)
         concat = pa.concat_tables(heads) if len(heads) > 1 else heads[0]
         run_of_row = np.repeat(np.array(runs, dtype=np.int64), sizes)
@@ -346,6 +347,23 @@ class MergeTreeReader:
                               np.ones(len(g_ins) + len(g_upd), np.int64)])
         order = np.lexsort((sub, group_of))
         return pa.concat_tables([old, new]).take(pa.array(order))
+
+
+def _in_sequence_order(heads: list[pa.Table], runs: list[int]
+                       ) -> tuple[list[pa.Table], list[int]]:
+    """The slice's runs oldest first when their sequence-number ranges are disjoint: then the
+    concatenation is already in merge order for equal keys, and the key sort merges it as it is
+    (no copy in between); and since no two records can tie, nothing else depends on the order.
+    Overlapping ranges keep the runs' own order (ties are broken by it)."""
+    if len(heads) < 2:
+        return heads, runs
+    ranges = [pc.min_max(h[SEQUENCE_NUMBER]) for h in heads]
+    lo = np.array([r["min"].as_py() for r in ranges], dtype=np.int64)
+    hi = np.array([r["max"].as_py() for r in ranges], dtype=np.int64)
+    order = np.argsort(lo, kind="stable")
+    if (order[1:] > order[:-1]).all() or (lo[order][1:] <= hi[order][:-1]).any():
+        return heads, runs
+    return [heads[i] for i in order], [runs[i] for i in order]
 
 
 def _positions(concat: pa.Table, rows: np.ndarray, files: list[str]) -> dict[str, np.ndarray]:

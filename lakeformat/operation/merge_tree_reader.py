@@ -94,6 +94,12 @@ class _RunReader:
         self._next_file = 0
         self._current: DataFileMeta | None = None
         self._rows = 0
+        self.piece_rows = 0  # rows of the last piece read
+
+    def short(self, pending: pa.Table) -> bool:
+        """Whether `pending`, what is left of this run's last piece, is a short tail (under
+        half of that piece) that more rows should join before the next slice."""
+        return not self.done and 0 < pending.num_rows < self.piece_rows // 2
 
     def read(self) -> pa.Table | None:
         while True:
@@ -116,6 +122,7 @@ class _RunReader:
                 continue
             if piece.num_rows:
                 self._rows += piece.num_rows
+                self.piece_rows = piece.num_rows
                 name = self._current.file_name  # type: ignore[union-attr]
                 if self._levels:
                     piece = piece.append_column(FILE_LEVEL, pa.array(np.full(
@@ -204,8 +211,15 @@ class MergeTreeReader:
         pending: list[pa.Table | None] = [None] * len(runs)
         while True:
             for i, reader in enumerate(readers):
-                if (pending[i] is None or pending[i].num_rows == 0) and not reader.done:
+                held = pending[i]
+                if (held is None or held.num_rows == 0) and not reader.done:
                     pending[i] = reader.read()
+                elif held is not None and reader.short(held):
+                    # a run's short tail would set the bound of the next slice and keep it
+                    # small: the run reads on first (memory: the tail and one more piece)
+                    more = reader.read()
+                    if more is not None:
+                        pending[i] = pa.concat_tables([held, more])
             active = [i for i, p in enumerate(pending) if p is not None and p.num_rows]
             if not active:
                 return

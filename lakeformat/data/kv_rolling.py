@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.orc as orc
+import pyarrow.parquet as pq
 
 from lakeformat import clock
 from lakeformat.data.kv_file import (
@@ -23,7 +24,14 @@ from lakeformat.data.kv_file import (
     RETRACT_KINDS,
     KeyValueFileWriter,
 )
-from lakeformat.data.stats import StatsAccumulator, to_simple_stats
+from lakeformat.data.stats import (
+    ColStats,
+    StatsAccumulator,
+    footer_columns,
+    footer_stats,
+    raw_stats,
+    to_simple_stats,
+)
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.options import CoreOptions
@@ -137,7 +145,10 @@ class RollingKeyValueFileWriter(KeyValueFileWriter):
         self._open = _OpenFile(
             self.new_file_name(), writer, sink,
             StatsAccumulator(self._key_fields, self._key_modes, self._format),
-            StatsAccumulator(self._schema.fields, self._value_modes, self._format))
+            # Parquet: the writer computes string and binary stats while encoding (its footer)
+            StatsAccumulator(self._schema.fields, self._value_modes, self._format,
+                             footer_columns(self._schema.fields)
+                             if self._format == "parquet" else ()))
         return self._open
 
     def _observe(self, f: _OpenFile, part: pa.Table) -> None:
@@ -156,6 +167,20 @@ class RollingKeyValueFileWriter(KeyValueFileWriter):
         f.value_stats.add([part.column(fd.name) for fd in self._schema.fields])
         f.rows += part.num_rows
 
+    def _footer_stats(self, f: _OpenFile, data: bytes) -> dict[str, ColStats]:
+        """Raw stats of the columns the file's footer holds; a column it leaves out (a row
+        group without them) is read back from the file's bytes and computed."""
+        needed = f.value_stats.needs()
+        if not needed:
+            return {}
+        known = footer_stats(f.writer.writer.metadata, self._schema.fields)
+        missing = [n for n in needed if n not in known]
+        if missing:
+            back = pq.read_table(pa.BufferReader(data), columns=missing)
+            types = {fd.name: fd.type for fd in self._schema.fields}
+            known.update({n: raw_stats(back[n], types[n], self._format) for n in missing})
+        return known
+
     def _finish_file(self) -> None:
         f = self._open
         if f is None:
@@ -171,8 +196,8 @@ class RollingKeyValueFileWriter(KeyValueFileWriter):
         self._paths.append(path)
         self._io.write_bytes(path, data)
         key_stats, _ = to_simple_stats(f.key_stats.result(), self._key_fields)
-        value_stats, cols = to_simple_stats(f.value_stats.result(), self._schema.fields,
-                                            dense=self._dense)
+        value_stats, cols = to_simple_stats(f.value_stats.result(self._footer_stats(f, data)),
+                                            self._schema.fields, dense=self._dense)
         self._results.append(DataFileMeta(
             file_name=f.name, file_size=len(data), row_count=f.rows,
             min_key=to_avro_bytes(f.min_key, self._key_types),

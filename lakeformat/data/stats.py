@@ -16,7 +16,7 @@ Deliberate, conservative deviations (readers treat a null min/max as "unknown"):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -279,6 +279,12 @@ def _raw_stats(col: pa.Array | pa.ChunkedArray, dt: DataType, file_format: str,
     return ColStats(mm["min"].as_py(), mm["max"].as_py(), nulls)
 
 
+def raw_stats(col: pa.Array | pa.ChunkedArray, dt: DataType, file_format: str = "parquet"
+              ) -> ColStats:
+    """Min, max and null count of a column, as its file's footer holds them for Java."""
+    return _raw_stats(col, dt, file_format, want_min_max=True)
+
+
 def column_stats(col: pa.Array | pa.ChunkedArray, dt: DataType, mode: str,
                  file_format: str = "parquet", raw: ColStats | None = None) -> ColStats:
     """Stats of one column under one mode (``none`` | ``counts`` | ``full`` | ``truncate(N)``);
@@ -310,13 +316,18 @@ def collect_col_stats(columns: Sequence[pa.Array | pa.ChunkedArray], fields: Seq
 _FOOTER_ROOTS = ("CHAR", "VARCHAR", "BINARY", "VARBINARY")
 
 
+def footer_columns(fields: Sequence[DataField]) -> set[str]:
+    """Names of the `fields` whose raw stats `footer_stats` can take from a Parquet footer: the
+    top-level strings and binaries (a dotted name could also be the path of a nested leaf)."""
+    return {f.name for f in fields if f.type.root in _FOOTER_ROOTS and "." not in f.name}
+
+
 def footer_stats(metadata: Any, fields: Sequence[DataField]) -> dict[str, ColStats]:
     """Raw stats of the top-level string and binary `fields` from the footer of a Parquet
     file just written (`pq.FileMetaData`): the writer computed them while encoding, so they
     need not be computed again. A column left out: a row group without them (pyarrow omits
     min/max over 4 KB), or a type whose footer stats differ from Java's."""
-    # a dotted name could also be the path of a nested leaf: computed instead
-    wanted = {f.name for f in fields if f.type.root in _FOOTER_ROOTS and "." not in f.name}
+    wanted = footer_columns(fields)
     schema = metadata.schema
     out: dict[str, ColStats] = {}
     for j in range(metadata.num_columns):
@@ -370,8 +381,11 @@ class StatsAccumulator:
     of null counts), with the same mode rules as :func:`column_stats` applied at the end."""
 
     def __init__(self, fields: Sequence[DataField], modes: Sequence[str],
-                 file_format: str = "parquet") -> None:
+                 file_format: str = "parquet", from_footer: Collection[str] = ()) -> None:
+        """`from_footer`: names of columns not accumulated; `result` gets their raw stats
+        (`footer_stats` of the file written, or `raw_stats` of the column read back)."""
         self.fields = list(fields)
+        self.from_footer = set(from_footer)
         self.modes = [normalize_mode(m) for m in modes]
         self.format = file_format
         n = len(self.fields)
@@ -383,7 +397,7 @@ class StatsAccumulator:
 
     def add(self, columns: Sequence[pa.Array | pa.ChunkedArray]) -> None:
         for i, (col, f, mode) in enumerate(zip(columns, self.fields, self.modes, strict=True)):
-            if mode == "none" or len(col) == 0:
+            if mode == "none" or len(col) == 0 or f.name in self.from_footer:
                 continue
             want = mode != "counts"
             raw = _raw_stats(col, f.type, self.format, want_min_max=want)
@@ -399,9 +413,21 @@ class StatsAccumulator:
             self._min[i] = raw.min if self._min[i] is None else min(self._min[i], raw.min)
             self._max[i] = raw.max if self._max[i] is None else max(self._max[i], raw.max)
 
-    def result(self) -> list[ColStats]:
+    def needs(self) -> list[str]:
+        """The `from_footer` columns `result` needs raw stats of (mode other than none)."""
+        return [f.name for f, m in zip(self.fields, self.modes) if f.name in self.from_footer
+                and m != "none"]
+
+    def result(self, known: Mapping[str, ColStats] | None = None) -> list[ColStats]:
+        """`known`: raw stats of every column `needs` names."""
         out = []
         for i, mode in enumerate(self.modes):
+            f = self.fields[i]
+            if mode != "none" and f.name in self.from_footer:
+                if known is None or f.name not in known:
+                    raise ValueError(f"no stats given for column {f.name!r}")
+                out.append(column_stats(None, f.type, mode, self.format, known[f.name]))
+                continue
             if mode == "none" or self._none[i]:
                 out.append(NONE_STATS)
                 continue

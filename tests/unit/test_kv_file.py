@@ -19,6 +19,7 @@ import pytest
 from lakeformat.clock import local_millis_now
 from lakeformat.data.formats import parquet_delta_columns
 from lakeformat.data.kv_file import KeyValueFileWriter, read_kv_file
+from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
 from lakeformat.errors import (
     CorruptFileError,
     InvalidOptionError,
@@ -434,10 +435,12 @@ def test_counts_none_full_and_field_overrides(tmp_path: Path) -> None:
     assert m.value_stats.null_counts == (None, 0, None, None, None)
 
 
-def test_string_stats_off_the_footer_match_the_values(tmp_path: Path) -> None:
+@pytest.mark.parametrize("rolling", [False, True])
+def test_string_stats_off_the_footer_match_the_values(tmp_path: Path, rolling: bool) -> None:
     """String and binary min/max come from the Parquet footer the writer filled; where the
     footer has none (a value over 4 KB, an all-null row group) or the name is dotted, they
-    are computed: either way they are the values' own, in byte order, with null counts."""
+    are computed: either way they are the values' own, in byte order, with null counts.
+    `rolling`: compaction's writer, fed chunk by chunk, files of several row groups."""
     fields = [DataField(0, "id", T.bigint(False)), DataField(1, "s", T.string()),
               DataField(2, "b", T.bytes_()), DataField(3, "big", T.string()),
               DataField(4, "none", T.string()), DataField(5, "a.b", T.string())]
@@ -447,7 +450,19 @@ def test_string_stats_off_the_footer_match_the_values(tmp_path: Path) -> None:
              "b": None if i % 5 == 0 else bytes([(i * 31) % 256, 255 - i % 256]),
              "big": ("z" * 5000 if i == 4321 else f"x{i}"), "none": None,
              "a.b": f"d{n - i}"} for i in range(n)]
-    metas = _writer(tmp_path, schema, {"target-file-size": "16kb"}).write(_kv(schema, rows))
+    kv = _kv(schema, rows)
+    if rolling:
+        opts = CoreOptions({**schema.options, "target-file-size": "64kb"})
+        w = RollingKeyValueFileWriter(LocalFileIO(), str(tmp_path), schema, opts,
+                                      row_group_bytes=1 << 16)
+        for start in range(0, n, 3000):
+            w.append(kv.slice(start, 3000))
+        metas = w.close()
+        groups = [pq.ParquetFile(tmp_path / m.file_name).metadata.num_row_groups
+                  for m in metas]
+        assert max(groups) > 1, groups
+    else:
+        metas = _writer(tmp_path, schema, {"target-file-size": "16kb"}).write(kv)
     assert len(metas) > 1  # several files, each with its own footer
     pos = 0
     vt = [f.type.copy(True) for f in schema.fields]

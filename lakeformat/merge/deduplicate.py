@@ -29,10 +29,9 @@ class DeduplicateEngine(MergeEngine):
         """
         if not self.ctx.options.ignore_delete:
             return groups.ends, np.zeros(len(groups), dtype=bool)
-        add_pos = np.where(is_retract(kinds), -1, np.arange(len(kinds)))
-        last_add = np.maximum.accumulate(add_pos)[groups.ends]
+        last_add, has_add = groups.last(~is_retract(kinds))
         lone = groups.sizes == 1
-        gone = ~lone & (last_add < groups.starts)
+        gone = ~lone & ~has_add
         return np.where(lone | gone, groups.ends, last_add), gone
 
     def merge_groups(self, table: pa.Table, groups: KeyGroups) -> pa.Table:

@@ -38,7 +38,6 @@ def merge_adds(table: pa.Table, groups: KeyGroups, perm: np.ndarray | None = Non
     ends = groups.ends
     last = ends if perm is None else perm[ends]
     at_last = pa.array(last)
-    positions: np.ndarray | None = None
     out = []
     for name in table.column_names:
         col = table[name]
@@ -52,17 +51,8 @@ def merge_adds(table: pa.Table, groups: KeyGroups, perm: np.ndarray | None = Non
             valid = np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
             if perm is not None:
                 valid = valid[perm]
-            if positions is None:
-                positions = np.arange(len(valid), dtype=np.int64)
-            # a running maximum of valid positions, read at each key's end: the key's last
-            # valid record, or one before its start (then the key has no value)
-            pos = np.maximum.accumulate(np.where(valid, positions, -1))[ends]
-            found = pos >= groups.starts
-            if found.all():
-                rows = pos if perm is None else perm[pos]
-                out.append(col.take(pa.array(rows)))
-                continue
+            pos, found = groups.last(valid)  # each key's last valid record, if any
             pos = np.where(found, pos, 0)
             rows = pos if perm is None else perm[pos]
-            out.append(col.take(pa.array(rows, mask=~found)))
+            out.append(col.take(pa.array(rows, mask=None if found.all() else ~found)))
     return pa.Table.from_arrays(out, schema=table.schema)

@@ -151,11 +151,11 @@ class _Merge:
             table, perm = table.take(pa.array(perm)), None
         self.table, self.ctx, self.cfg, self.perm = table, ctx, cfg, perm
         n = self.n = table.num_rows if perm is None else len(perm)
+        self.groups = groups
         self.starts, self.ends = groups.starts, groups.ends
         sizes = groups.sizes
         self.n_keys = len(groups)
         self.lone = sizes == 1
-        self.rows = np.arange(n, dtype=np.int64)
         self.key_of_row = np.repeat(np.arange(self.n_keys, dtype=np.int64), sizes)
         self.merged = np.repeat(~self.lone, sizes)  # rows of keys with 2+ records
         kinds = self._values(VALUE_KIND)
@@ -190,10 +190,7 @@ class _Merge:
 
     def last(self, event: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per key: the position of its last row with `event` set, and whether there is one."""
-        if event.all():
-            return self.ends, np.ones(self.n_keys, dtype=bool)
-        pos = np.maximum.accumulate(np.where(event, self.rows, -1))[self.ends]
-        return pos, pos >= self.starts
+        return self.groups.last(event)
 
     def at_least_stored(self, values: np.ndarray) -> np.ndarray:
         """`at_least_stored` over the whole batch with the replacements found so far."""

@@ -40,6 +40,15 @@ class KeyGroups:
     def __len__(self) -> int:
         return len(self.starts)
 
+    def last(self, flags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per group: the position of its last row where `flags` (a bool per row) is set, and
+        whether there is one (where not, the position is meaningless)."""
+        if flags.all():
+            return self.ends, np.ones(len(self), dtype=bool)
+        marked = np.where(flags, np.arange(len(flags), dtype=np.int64), -1)
+        pos = np.maximum.accumulate(marked)[self.ends]  # a running maximum, read at each end
+        return pos, pos >= self.starts
+
     @staticmethod
     def of_boundaries(new_key: np.ndarray) -> KeyGroups:
         """The groups of a sorted table whose row i starts a new key where `new_key[i]`

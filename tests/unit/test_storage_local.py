@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -195,3 +196,58 @@ def test_pickle_roundtrip(io: LocalFileIO, tmp_path: Path) -> None:
     assert isinstance(clone, FileIO)
     clone.write_bytes(str(tmp_path / "p"), b"ok")
     assert io.read_bytes(str(tmp_path / "p")) == b"ok"
+
+
+def _sync_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "lakeformat-sync"]
+
+
+def test_open_output_flushes_while_writing(io: LocalFileIO, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # a streamed file is flushed to disk as it grows (by a helper thread), not only at the end
+    flushed: list[int] = []
+    real = os.fdatasync
+
+    def spy(fd: int) -> None:
+        flushed.append(os.fstat(fd).st_size)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", spy)
+    piece = os.urandom(1 << 20)
+    target = tmp_path / "d" / "data-1.parquet"
+    with io.open_output(str(target)) as out:
+        for _ in range(3):
+            out.write(piece)
+        out.flush()
+        deadline = time.monotonic() + 5
+        while not flushed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert flushed and flushed[0] >= 2 << 20  # flushed before the writer is done
+        out.write(piece)
+        assert not target.exists()  # only a temp file until the stream is closed
+    assert target.read_bytes() == piece * 4
+    assert os.listdir(target.parent) == ["data-1.parquet"]
+    assert not _sync_threads()
+
+
+def test_open_output_failures_leave_nothing(io: LocalFileIO, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "d" / "data-1.parquet"
+    with pytest.raises(RuntimeError, match="encoder broke"):
+        with io.open_output(str(target)) as out:
+            out.write(b"x" * 100)
+            raise RuntimeError("encoder broke")
+    assert os.listdir(tmp_path / "d") == []
+
+    # a flush that fails (a disk error) fails the write: nothing is published
+    def broken(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", broken)
+    with pytest.raises(OSError, match="Input/output error"):
+        with io.open_output(str(target)) as out:
+            out.write(os.urandom(3 << 20))
+            out.flush()
+            time.sleep(0.2)
+    assert os.listdir(tmp_path / "d") == []
+    assert not _sync_threads()

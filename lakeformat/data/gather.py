@@ -32,24 +32,45 @@ def _view_type(t: pa.DataType) -> pa.DataType | None:
     return None
 
 
-def take_rows(table: pa.Table, order: np.ndarray) -> pa.Table:
-    """`table.take(order)`: `order` holds non-negative row positions (int64)."""
-    if len(order) and (order.min() < 0 or order.max() >= table.num_rows):
-        raise IndexError(f"row positions out of range for a table of {table.num_rows} rows")
-    indices = pa.array(order)
-    columns = [_take_column(col, order, indices) for col in table.columns]
+def take_rows(table: pa.Table, order: np.ndarray, within: np.ndarray | None = None
+              ) -> pa.Table:
+    """`table.take(order)`; with `within` (row positions of `table`, best ascending),
+    `table.take(within).take(order)`, `order` then holding positions in `within`. Fixed-width
+    columns are gathered once, through the composed positions; string and binary columns first
+    take `within` (a streaming copy of their bytes when ascending) and then gather their views
+    by `order`, so that the cast back reads bytes from that smaller copy. Positions: int64."""
+    _check_positions(order, table.num_rows if within is None else len(within))
+    if within is not None:
+        _check_positions(within, table.num_rows)
+    indices = pa.array(order if within is None else within[order])
+    first = None if within is None else pa.array(within)
+    columns = []
+    for col in table.columns:
+        if _view_type(col.type) is None:
+            columns.append(col.take(indices))
+        elif first is None:
+            columns.append(_take_column(col, order, indices))
+        else:
+            columns.append(_take_column(col.take(first), order, None))
     return pa.Table.from_arrays(columns, schema=table.schema)
 
 
-def _take_column(col: pa.ChunkedArray, order: np.ndarray, indices: pa.Array
+def _check_positions(positions: np.ndarray, rows: int) -> None:
+    if len(positions) and (positions.min() < 0 or positions.max() >= rows):
+        raise IndexError(f"row positions out of range for a table of {rows} rows")
+
+
+def _take_column(col: pa.ChunkedArray, order: np.ndarray, indices: pa.Array | None
                  ) -> pa.Array | pa.ChunkedArray:
+    """A string or binary column's rows in `order` (`indices`: the same as an Arrow array,
+    when at hand) through its views."""
     view = _view_type(col.type)
     if view is None or len(order) < MIN_VIEW_ROWS or col.num_chunks != 1:
-        return col.take(indices)
+        return col.take(pa.array(order) if indices is None else indices)
     try:
         views = col.chunk(0).cast(view)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # an older pyarrow
-        return col.take(indices)
+        return col.take(pa.array(order) if indices is None else indices)
     validity, slots, *data = views.buffers()
     first, n = views.offset, len(views)
     gathered = np.frombuffer(slots, dtype=_SLOT)[first:first + n][order]

@@ -307,8 +307,11 @@ class KeyValueFileWriter:
         last = part.num_rows - 1
         min_key = to_avro_bytes([c[0].as_py() for c in keys], self._key_types)
         max_key = to_avro_bytes([c[last].as_py() for c in keys], self._key_types)
+        # a key column holds the same values as its value column: the same footer stats
+        key_known = None if known is None else {
+            kf.name: known[k] for kf, k in zip(self._key_fields, self._key_names) if k in known}
         key_stats, _ = to_simple_stats(
-            collect_col_stats(keys, self._key_fields, self._key_modes, self._format),
+            collect_col_stats(keys, self._key_fields, self._key_modes, self._format, key_known),
             self._key_fields)
         value_cols = [part.column(f.name) for f in self._schema.fields]
         value_stats, stats_cols = to_simple_stats(

@@ -312,21 +312,24 @@ def collect_col_stats(columns: Sequence[pa.Array | pa.ChunkedArray], fields: Seq
 
 
 #: types whose min and max a Parquet footer holds exactly as `_raw_stats` computes them
-#: (byte-wise order; floats are left out: Parquet skips NaN, where Java keeps no min/max)
-_FOOTER_ROOTS = ("CHAR", "VARCHAR", "BINARY", "VARBINARY")
+#: (strings and binaries in byte-wise order, integers as signed INT32/INT64; floats are left
+#: out: Parquet skips NaN, where Java keeps no min/max)
+_FOOTER_ROOTS = ("CHAR", "VARCHAR", "BINARY", "VARBINARY", "TINYINT", "SMALLINT", "INT",
+                 "BIGINT")
 
 
 def footer_columns(fields: Sequence[DataField]) -> set[str]:
     """Names of the `fields` whose raw stats `footer_stats` can take from a Parquet footer: the
-    top-level strings and binaries (a dotted name could also be the path of a nested leaf)."""
+    top-level strings, binaries and integers (a dotted name could also be the path of a
+    nested leaf)."""
     return {f.name for f in fields if f.type.root in _FOOTER_ROOTS and "." not in f.name}
 
 
 def footer_stats(metadata: Any, fields: Sequence[DataField]) -> dict[str, ColStats]:
-    """Raw stats of the top-level string and binary `fields` from the footer of a Parquet
-    file just written (`pq.FileMetaData`): the writer computed them while encoding, so they
-    need not be computed again. A column left out: a row group without them (pyarrow omits
-    min/max over 4 KB), or a type whose footer stats differ from Java's."""
+    """Raw stats of the top-level string, binary and integer `fields` from the footer of a
+    Parquet file just written (`pq.FileMetaData`): the writer computed them while encoding,
+    so they need not be computed again. A column left out: a row group without them (pyarrow
+    omits min/max over 4 KB), or a type whose footer stats differ from Java's."""
     wanted = footer_columns(fields)
     schema = metadata.schema
     out: dict[str, ColStats] = {}

@@ -459,5 +459,8 @@ def bucket_ids(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[Da
     """int32 bucket of each row: Java ``Math.abs(hashCode % numBuckets)``."""
     if num_buckets <= 0:
         raise ValueError(f"num_buckets must be > 0, got {num_buckets}")
-    h = hash_rows(columns, types).astype(np.int64)
-    return np.abs(np.fmod(h, num_buckets)).astype(np.int32)
+    if num_buckets >= 1 << 31:
+        raise ValueError(f"num_buckets must fit a Java int, got {num_buckets}")
+    # |hash % n| < n: the remainder and its absolute value stay in int32
+    out = np.fmod(hash_rows(columns, types), np.int32(num_buckets))
+    return np.abs(out, out=out)

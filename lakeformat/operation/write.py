@@ -170,7 +170,7 @@ class TableWrite:
         else:
             buckets, part_codes, part_rows = self.route(rows)
         stride = max(num_buckets, int(buckets.max(initial=0)) + 1)  # dynamic: assigned ids
-        combined = part_codes * stride + buckets
+        combined = part_codes * stride + buckets if len(part_rows) > 1 else buckets
         # one unit per (partition, bucket) code present; each unit finds its own rows (in
         # arrival order) when executed
         codes = combined.astype(np.uint16 if combined.max(initial=0) < 1 << 16 else np.uint64)
@@ -197,24 +197,24 @@ class TableWrite:
         return units
 
     def route(self, rows: pa.Table) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
-        """Where conformed rows go: each row's bucket, each row's partition code, and the
-        partition values of each code (whole-column work; a Spark job shuffles by these)."""
+        """Where conformed rows go: each row's bucket (int32), each row's partition code, and
+        the partition values of each code (whole-column work; a Spark job shuffles by
+        these)."""
         part_codes, part_rows = self._partition_codes(rows)
         if self.unaware:
-            return np.zeros(rows.num_rows, dtype=np.int64), part_codes, part_rows
+            return np.zeros(rows.num_rows, dtype=np.int32), part_codes, part_rows
         bucket_cols = [rows[k] for k in self.schema.bucket_keys]
         bucket_types = [self.schema.field(k).type for k in self.schema.bucket_keys]
         n = rows.num_rows
         workers = min(os.cpu_count() or 1, n // HASH_SLICE_ROWS)
         if workers <= 1:
-            return (bucket_ids(bucket_cols, bucket_types, self.options.bucket).astype(np.int64),
-                    part_codes, part_rows)
+            return bucket_ids(bucket_cols, bucket_types, self.options.bucket), part_codes, part_rows
         # slices of the rows hashed side by side (numpy lets go of the GIL in its loops)
         cuts = [n * i // workers for i in range(workers + 1)]
         parts = parallel_map(lambda lo_hi: bucket_ids(
             [c.slice(lo_hi[0], lo_hi[1] - lo_hi[0]) for c in bucket_cols], bucket_types,
             self.options.bucket), list(zip(cuts[:-1], cuts[1:])), workers)
-        return np.concatenate(parts).astype(np.int64), part_codes, part_rows
+        return np.concatenate(parts), part_codes, part_rows
 
     def _assign_dynamic(self, rows: pa.Table, latest: Snapshot | None, overwrite: bool
                         ) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
@@ -361,9 +361,10 @@ class TableWrite:
         # that order. Sequence numbers are only ever compared within a key, where this is
         # arrival order; ascending numbers also encode smaller and faster than a permutation.
         key_order, groups = self._key_order(unit)
-        # the unit's rows first (ascending positions: a streaming gather), then key order
-        # within them: two gathers beat one random gather over the whole batch
-        rows = take_rows(unit.rows, key_order)
+        # strings: the unit's rows first (ascending positions: a streaming gather), then key
+        # order within them (two gathers beat one random gather over the whole batch); other
+        # columns in one gather through the composed positions
+        rows = take_rows(unit.source, key_order, unit.positions)
         seq = pa.array(np.arange(len(key_order), dtype=np.int64)
                        + (unit.max_sequence_number + 1))
         kv = pa.table([seq, rows[VALUE_KIND]] + [rows[f.name] for f in self.schema.fields],

@@ -38,6 +38,27 @@ def test_same_rows_as_take(n: int) -> None:
         assert got.equals(table.take(pa.array(order)))
 
 
+@pytest.mark.parametrize("n", [10, 3 * MIN_VIEW_ROWS + 7])
+def test_within_positions_same_rows_as_two_takes(n: int) -> None:
+    # a unit's rows (ascending positions in the batch), then their key order
+    table = _table(2 * n, n)
+    rng = np.random.default_rng(n + 2)
+    for within in (np.sort(rng.choice(2 * n, n, replace=False)), np.arange(2 * n),
+                   rng.permutation(2 * n)[:n]):
+        within = within.astype(np.int64)
+        order = rng.permutation(len(within)).astype(np.int64)
+        got = take_rows(table, order, within)
+        assert got.schema == table.schema
+        assert got.equals(table.take(pa.array(within)).take(pa.array(order)))
+    chunked = pa.concat_tables([table.slice(0, n // 2), table.slice(n // 2)])
+    assert take_rows(chunked, order, within).equals(
+        table.take(pa.array(within)).take(pa.array(order)))
+    with pytest.raises(IndexError):
+        take_rows(table, order, np.full(len(order), 2 * n, dtype=np.int64))
+    with pytest.raises(IndexError):
+        take_rows(table, np.array([len(within)], dtype=np.int64), within)
+
+
 def test_sliced_and_chunked_columns() -> None:
     n = 3 * MIN_VIEW_ROWS
     table = _table(2 * n, 7).slice(n // 3, n)  # columns with an offset

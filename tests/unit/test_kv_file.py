@@ -459,20 +459,27 @@ def test_counts_none_full_and_field_overrides(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("rolling", [False, True])
-def test_string_stats_off_the_footer_match_the_values(tmp_path: Path, rolling: bool) -> None:
-    """String and binary min/max come from the Parquet footer the writer filled; where the
-    footer has none (a value over 4 KB, an all-null row group) or the name is dotted, they
-    are computed: either way they are the values' own, in byte order, with null counts.
-    `rolling`: compaction's writer, fed chunk by chunk, files of several row groups."""
+def test_footer_stats_match_the_values(tmp_path: Path, rolling: bool) -> None:
+    """String, binary and integer min/max come from the Parquet footer the writer filled;
+    where the footer has none (a value over 4 KB, an all-null row group) or the name is
+    dotted, they are computed: either way they are the values' own (strings in byte order),
+    with null counts, for value and key columns alike. `rolling`: compaction's writer, fed
+    chunk by chunk, files of several row groups."""
     fields = [DataField(0, "id", T.bigint(False)), DataField(1, "s", T.string()),
               DataField(2, "b", T.bytes_()), DataField(3, "big", T.string()),
-              DataField(4, "none", T.string()), DataField(5, "a.b", T.string())]
+              DataField(4, "none", T.string()), DataField(5, "a.b", T.string()),
+              DataField(6, "i8", T.tinyint()), DataField(7, "i16", T.smallint()),
+              DataField(8, "i32", T.int_()), DataField(9, "inone", T.int_())]
     schema = new_schema(0, fields, [], ["id"], {"metadata.stats-mode": "full"}, None)
     n = 20_000
-    rows = [{"id": i, "s": None if i % 7 == 0 else f"v{(i * 7919) % n:05d}\u00e9",
+    rows = [{"id": i - 7_000_000_000 * (i % 3), "s": None if i % 7 == 0
+             else f"v{(i * 7919) % n:05d}\u00e9",
              "b": None if i % 5 == 0 else bytes([(i * 31) % 256, 255 - i % 256]),
              "big": ("z" * 5000 if i == 4321 else f"x{i}"), "none": None,
-             "a.b": f"d{n - i}"} for i in range(n)]
+             "a.b": f"d{n - i}", "i8": (i * 37) % 256 - 128,
+             "i16": None if i % 3 == 0 else (i * 7919) % 65536 - 32768,
+             "i32": -(i * 104729) % 1_000_003, "inone": None} for i in range(n)]
+    rows.sort(key=lambda r: r["id"])
     kv = _kv(schema, rows)
     if rolling:
         opts = CoreOptions({**schema.options, "target-file-size": "64kb"})
@@ -499,6 +506,11 @@ def test_string_stats_off_the_footer_match_the_values(tmp_path: Path, rolling: b
             assert m.value_stats.null_counts[j] == len(part) - len(present), f.name
             assert mins[j] == (min(present) if present else None), f.name
             assert maxs[j] == (max(present) if present else None), f.name
+        keys = [r["id"] for r in part]
+        kt = [T.bigint(False)]
+        assert from_avro_bytes(m.key_stats.min_values, kt) == [min(keys)]
+        assert from_avro_bytes(m.key_stats.max_values, kt) == [max(keys)]
+        assert m.key_stats.null_counts == (0,)
     assert pos == n
 
 

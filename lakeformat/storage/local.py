@@ -323,6 +323,11 @@ class LocalFileIO(FileIO):
         os.makedirs(local_path(dir_path), exist_ok=True)
 
 
+def _datasync(fd: int) -> None:
+    """`os.fdatasync`, or `os.fsync` where there is none (macOS)."""
+    getattr(os, "fdatasync", os.fsync)(fd)
+
+
 class _Trickle:
     """Flushes a file to disk while it is being written, and once more at the end.
 
@@ -347,7 +352,7 @@ class _Trickle:
             try:
                 size = os.fstat(self._fd).st_size
                 if size - synced >= SYNC_STEP:
-                    os.fdatasync(self._fd)
+                    _datasync(self._fd)
                     synced = size
             except OSError as e:
                 self._error = e

@@ -29,11 +29,13 @@ across batches. The Arrow tables are built once and fed to every peer:
 * the floor: pyarrow writing the batches as plain zstd Parquet files and reading them back.
 
 Every peer runs `--repeat` times (default 3), each time into a fresh warehouse, and keeps its
-best write and best read: the machine may be shared. Rates are rows written / seconds for
-writes and input rows (all rows of all batches) / seconds for reads, so a scaled-down peer is
-compared per row. Ratios are lakeformat's rate over the peer's (> 1: lakeformat is faster).
-`--profile` adds cProfile summaries of one lakeformat commit and one read, run serially so
-that the worker threads' work is visible.
+best write and best read: the machine may be shared. lakeformat, DuckDB, Polars and the floor
+take turns (round 1 of each, then round 2, ...), so that a stretch of a slower machine falls
+on every peer alike; pypaimon runs afterwards, in its own process. Rates are rows written /
+seconds for writes and input rows (all rows of all batches) / seconds for reads, so a
+scaled-down peer is compared per row. Ratios are lakeformat's rate over the peer's (> 1:
+lakeformat is faster). `--profile` adds cProfile summaries of one lakeformat commit and one
+read, run serially so that the worker threads' work is visible.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -197,64 +200,73 @@ def say(msg: str) -> None:
 
 
 # -- peers -----------------------------------------------------------------------------------
-def run_lakeformat(tables: Sequence[pa.Table], bucket: int, base: Path, repeat: int,
-                   model: pa.Table) -> tuple[PeerResult, Path]:
-    """Best of `repeat` fresh runs; returns the result and the last run's warehouse."""
-    res = PeerResult("lakeformat " + lf.__version__, tables[0].num_rows,
-                     sum(t.num_rows for t in tables))
-    warehouse = base
-    for i in range(repeat):
-        warehouse = base / f"lakeformat-{i}"
-        catalog = lf.Catalog(str(warehouse))
+def _keep_best(res: PeerResult, write_s: float, read_s: float) -> None:
+    res.write_s = write_s if res.write_s is None else min(res.write_s, write_s)
+    res.read_s = read_s if res.read_s is None else min(res.read_s, read_s)
+
+
+class LakeformatPeer:
+    """lakeformat: one round = a fresh warehouse, the batches written, then merge-on-read;
+    the last round's warehouse is kept (the engine peers merge its data files)."""
+
+    def __init__(self, tables: Sequence[pa.Table], bucket: int, base: Path, model: pa.Table):
+        self.tables, self.bucket, self.base, self.model = tables, bucket, base, model
+        self.res = PeerResult("lakeformat " + lf.__version__, tables[0].num_rows,
+                              sum(t.num_rows for t in tables))
+        self.warehouse: Path | None = None
+
+    def round(self, i: int) -> None:
+        if self.warehouse is not None:
+            shutil.rmtree(self.warehouse, ignore_errors=True)
+        self.warehouse = self.base / f"lakeformat-{i}"
+        catalog = lf.Catalog(str(self.warehouse))
         catalog.create_database("bench", exist_ok=True)
         table = catalog.create_table("bench.t", schema=SCHEMA, primary_keys=["id"],
-                                     options={"bucket": str(bucket)})
+                                     options={"bucket": str(self.bucket)})
         per_commit = []
-        for batch in tables:
+        for batch in self.tables:
             start = time.perf_counter()
             table.write(batch)
             per_commit.append(time.perf_counter() - start)
-        table = lf.Catalog(str(warehouse)).get_table("bench.t")  # a reader's fresh handle
+        table = lf.Catalog(str(self.warehouse)).get_table("bench.t")  # a reader's fresh handle
         start = time.perf_counter()
         result = table.read()
         read_s = time.perf_counter() - start
-        write_s = sum(per_commit)
-        res.write_s = write_s if res.write_s is None else min(res.write_s, write_s)
-        res.read_s = read_s if res.read_s is None else min(res.read_s, read_s)
+        _keep_best(self.res, sum(per_commit), read_s)
         say(f"  lakeformat run {i + 1}: commits "
             + " ".join(f"{s:.2f}s" for s in per_commit)
-            + f" = {write_s:.2f}s; read {read_s:.2f}s ({result.num_rows:,} rows)")
+            + f" = {sum(per_commit):.2f}s; read {read_s:.2f}s ({result.num_rows:,} rows)")
         if i == 0:
-            res.check = check_rows(result, model)
-        del result
-        if i < repeat - 1:
-            shutil.rmtree(warehouse, ignore_errors=True)
-    return res, warehouse
+            self.res.check = check_rows(result, self.model)
+
+    def data_files(self) -> list[str]:
+        return [f["path"] for f in lf.Catalog(str(self.warehouse)).get_table("bench.t").files()]
 
 
-def run_parquet_floor(tables: Sequence[pa.Table], base: Path, repeat: int) -> PeerResult:
+class ParquetFloor:
     """pyarrow alone: each batch as one zstd Parquet file, then all files read back."""
-    res = PeerResult(f"pyarrow {pa.__version__} parquet zstd (floor)", tables[0].num_rows,
-                     sum(t.num_rows for t in tables))
-    for i in range(repeat):
-        folder = base / f"parquet-{i}"
+
+    def __init__(self, tables: Sequence[pa.Table], base: Path):
+        self.tables, self.base = tables, base
+        self.res = PeerResult(f"pyarrow {pa.__version__} parquet zstd (floor)",
+                              tables[0].num_rows, sum(t.num_rows for t in tables))
+
+    def round(self, i: int) -> None:
+        folder = self.base / f"parquet-{i}"
         folder.mkdir(parents=True)
-        paths = [folder / f"commit-{j}.parquet" for j in range(len(tables))]
+        paths = [folder / f"commit-{j}.parquet" for j in range(len(self.tables))]
         start = time.perf_counter()
-        for path, batch in zip(paths, tables, strict=True):
+        for path, batch in zip(paths, self.tables, strict=True):
             pq.write_table(batch, path, compression="zstd")
         write_s = time.perf_counter() - start
         start = time.perf_counter()
         back = pa.concat_tables([pq.read_table(p) for p in paths])
         read_s = time.perf_counter() - start
-        res.write_s = write_s if res.write_s is None else min(res.write_s, write_s)
-        res.read_s = read_s if res.read_s is None else min(res.read_s, read_s)
+        _keep_best(self.res, write_s, read_s)
         say(f"  parquet run {i + 1}: write {write_s:.2f}s, read {read_s:.2f}s")
-        res.check = ("OK (row count; no merge)" if back.num_rows == res.rows_written
-                     else f"MISMATCH: {back.num_rows:,} rows read back")
-        del back
+        self.res.check = ("OK (row count; no merge)" if back.num_rows == self.res.rows_written
+                          else f"MISMATCH: {back.num_rows:,} rows read back")
         shutil.rmtree(folder, ignore_errors=True)
-    return res
 
 
 def check_sorted_files(paths: Sequence[Path], tables: Sequence[pa.Table]) -> str:
@@ -268,31 +280,36 @@ def check_sorted_files(paths: Sequence[Path], tables: Sequence[pa.Table]) -> str
     return "OK"
 
 
-def run_engine_peer(peer: str, tables: Sequence[pa.Table], data_files: Sequence[str],
-                    base: Path, repeat: int, model: pa.Table) -> PeerResult:
-    """DuckDB or Polars: sorted zstd Parquet writes of the batches, then the merge of
-    lakeformat's data files into memory; best of `repeat` each."""
-    module, why = import_peer(peer)
-    res = PeerResult("DuckDB" if peer == "duckdb" else "Polars", tables[0].num_rows,
-                     sum(t.num_rows for t in tables))
-    if module is None:
-        res.error = why
-        return res
-    values = [c for c in SCHEMA.names if c != "id"]
-    con = None
-    if peer == "duckdb":
-        con = module.connect()
-        res.name = duckdb_label(module, con)
-    else:
-        res.name = polars_label(module)
-        frames = [module.from_arrow(t) for t in tables]  # handed over before the clock
-    checks = []
-    for i in range(repeat):
-        folder = base / f"{peer}-{i}"
+class EnginePeer:
+    """DuckDB or Polars: one round = sorted zstd Parquet writes of the batches, then the merge
+    of lakeformat's data files into memory."""
+
+    def __init__(self, peer: str, tables: Sequence[pa.Table], base: Path, model: pa.Table):
+        self.peer, self.tables, self.base, self.model = peer, tables, base, model
+        self.module, why = import_peer(peer)
+        self.res = PeerResult("DuckDB" if peer == "duckdb" else "Polars", tables[0].num_rows,
+                              sum(t.num_rows for t in tables))
+        self.values = [c for c in SCHEMA.names if c != "id"]
+        self.con: Any = None
+        self.checks: list[str] = []
+        if self.module is None:
+            self.res.error = why
+        elif peer == "duckdb":
+            self.con = self.module.connect()
+            self.res.name = duckdb_label(self.module, self.con)
+        else:
+            self.res.name = polars_label(self.module)
+            self.frames = [self.module.from_arrow(t) for t in tables]  # before the clock
+
+    def round(self, i: int, data_files: Sequence[str]) -> None:
+        if self.module is None:
+            return
+        folder = self.base / f"{self.peer}-{i}"
         folder.mkdir(parents=True)
-        paths = [folder / f"commit-{j}.parquet" for j in range(len(tables))]
-        if con is not None:
-            for j, batch in enumerate(tables):
+        paths = [folder / f"commit-{j}.parquet" for j in range(len(self.tables))]
+        if self.con is not None:
+            con = self.con
+            for j, batch in enumerate(self.tables):
                 con.register(f"batch_{j}", batch)
             statements = [duckdb_copy_sql(f"SELECT * FROM batch_{j} ORDER BY id", str(path))
                           for j, path in enumerate(paths)]
@@ -300,37 +317,36 @@ def run_engine_peer(peer: str, tables: Sequence[pa.Table], data_files: Sequence[
             for sql in statements:
                 con.execute(sql)
             write_s = time.perf_counter() - start
-            for j in range(len(tables)):
+            for j in range(len(self.tables)):
                 con.unregister(f"batch_{j}")
             start = time.perf_counter()
-            merged = duckdb_to_arrow(con, duckdb_merge_sql(data_files, "id", values,
+            merged = duckdb_to_arrow(con, duckdb_merge_sql(data_files, "id", self.values,
                                                            "deduplicate", order=False))
             read_s = time.perf_counter() - start
         else:
             start = time.perf_counter()
-            for path, frame in zip(paths, frames, strict=True):
+            for path, frame in zip(paths, self.frames, strict=True):
                 frame.sort("id").write_parquet(path, compression="zstd",
                                                compression_level=ZSTD_LEVEL)
             write_s = time.perf_counter() - start
             start = time.perf_counter()
-            frame = polars_merge(module, data_files, "id", values, "deduplicate",
+            frame = polars_merge(self.module, data_files, "id", self.values, "deduplicate",
                                  order=False).collect()
             read_s = time.perf_counter() - start
             merged = frame.to_arrow()
             del frame
-        res.write_s = write_s if res.write_s is None else min(res.write_s, write_s)
-        res.read_s = read_s if res.read_s is None else min(res.read_s, read_s)
-        say(f"  {res.name} run {i + 1}: write {write_s:.2f}s, merge {read_s:.2f}s "
+        _keep_best(self.res, write_s, read_s)
+        say(f"  {self.res.name} run {i + 1}: write {write_s:.2f}s, merge {read_s:.2f}s "
             f"({merged.num_rows:,} rows)")
-        checks.append(f"write {check_sorted_files(paths, tables)}, "
-                      f"merge {check_rows(merged, model)}")
-        del merged
+        self.checks.append(f"write {check_sorted_files(paths, self.tables)}, "
+                           f"merge {check_rows(merged, self.model)}")
         shutil.rmtree(folder, ignore_errors=True)
-    bad = [c for c in checks if c != "write OK, merge OK"]
-    res.check = bad[0] if bad else "OK"
-    if con is not None:
-        con.close()
-    return res
+
+    def close(self) -> None:
+        bad = [c for c in self.checks if c != "write OK, merge OK"]
+        self.res.check = bad[0] if bad else ("OK" if self.checks else "")
+        if self.con is not None:
+            self.con.close()
 
 
 def run_pypaimon(python: str, mode: str, tables: Sequence[pa.Table], model: pa.Table,
@@ -575,8 +591,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     base = Path(tempfile.mkdtemp(prefix="lakeformat-bench-"))
     try:
-        say("running lakeformat ...")
-        ours, lf_warehouse = run_lakeformat(tables, args.bucket, base, args.repeat, model)
+        # the peers take turns round by round, so that each sees the same stretches of a
+        # shared machine whose speed drifts (best of the rounds kept)
+        ours_peer = LakeformatPeer(tables, args.bucket, base, model)
+        engines = [EnginePeer(peer, tables, base, model) for peer in ("duckdb", "polars")
+                   if not getattr(args, f"skip_{peer}")]
+        floor = ParquetFloor(tables, base)
+        say("running lakeformat, " + ", ".join(e.res.name for e in engines)
+            + f" and the pyarrow floor in turn, {args.repeat} rounds (DuckDB and Polars merge "
+            "the data files lakeformat wrote in the same round) ...")
+        for i in range(args.repeat):
+            ours_peer.round(i)
+            data_files = ours_peer.data_files()
+            for engine in engines:
+                engine.round(i, data_files)
+            floor.round(i)
+        for engine in engines:
+            engine.close()
+        ours, lf_warehouse = ours_peer.res, ours_peer.warehouse
+        engine_peers = [e.res for e in engines]
         results = [ours]
         if not args.skip_pypaimon:
             say("running pypaimon (pure Python) ...")
@@ -587,19 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rust_python = args.pypaimon_rust_python or args.pypaimon_python
                 results.append(pypaimon_peer(rust_python, "rust", args.pypaimon_rust_rows,
                                              args, tables, model, base))
-        engine_peers = []
-        data_files = [f["path"] for f in
-                      lf.Catalog(str(lf_warehouse)).get_table("bench.t").files()]
-        for peer in ("duckdb", "polars"):
-            if getattr(args, f"skip_{peer}"):
-                continue
-            say(f"running {peer} (write sorted Parquet; merge lakeformat's "
-                f"{len(data_files)} data files) ...")
-            engine_peers.append(run_engine_peer(peer, tables, data_files, base, args.repeat,
-                                                model))
-        results += engine_peers
-        say("running the pyarrow Parquet floor ...")
-        results.append(run_parquet_floor(tables, base, args.repeat))
+        results += engine_peers + [floor.res]
         print_table(results, ours, engine_peers)
         if args.profile:
             profile_lakeformat(tables, args.bucket, lf_warehouse, base, args.profile_top,

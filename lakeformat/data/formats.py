@@ -198,7 +198,7 @@ def parquet_write_options(fields: list[DataField], compression: str,
     opts: dict[str, Any] = dict(parquet_compression(compression, zstd_level))
     opts.update(version="2.6", write_statistics=True, use_dictionary=True,
                 dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT, use_compliant_nested_type=True,
-                coerce_timestamps=None)
+                coerce_timestamps=None, write_batch_size=WRITE_BATCH_ROWS)
     opts["use_deprecated_int96_timestamps"] = bool(ts) and min(ts) > 6
     if _DECIMAL_AS_INT:
         opts["store_decimal_as_integer"] = True
@@ -214,6 +214,10 @@ DICTIONARY_BYTES = 3 << 19
 #: writes the rest PLAIN) once the page passes this size, kept above `DICTIONARY_BYTES` so an
 #: estimate a little short does not cost the dictionary (pyarrow's default is 1 MB).
 DICTIONARY_PAGE_LIMIT = 2 << 20
+#: Values the writer's column writers take at a time (pyarrow's default 1024): each batch
+#: pays for its levels, statistics update and page-size check; 8192 encodes ~4% faster, same
+#: bytes (a page may pass `data_page_size` by up to one batch).
+WRITE_BATCH_ROWS = 8192
 #: Values sampled per column to judge its dictionary.
 DICTIONARY_SAMPLE = 4096
 #: A dictionary is worth its hashing when each value repeats about 4 times or more: with

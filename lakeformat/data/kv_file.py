@@ -58,6 +58,7 @@ from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.schema.types import bigint, tinyint, to_arrow
+from lakeformat.storage.fileio import PendingFiles
 
 __all__ = ["KeyValueFileWriter", "iter_kv_file", "read_kv_file", "verify_data_file"]
 
@@ -107,8 +108,12 @@ class KeyValueFileWriter:
     """
 
     def __init__(self, file_io: Any, bucket_dir: str, schema: TableSchema,
-                 options: CoreOptions, *, level: int = 0, file_source: int = 0) -> None:
+                 options: CoreOptions, *, level: int = 0, file_source: int = 0,
+                 pending: PendingFiles | None = None) -> None:
+        """`pending`: files may finish in the background (`FileIO.open_output`); the caller
+        waits for it before anything names them."""
         self._io = file_io
+        self._pending = pending
         self._dir = bucket_dir
         self._schema = schema
         self._level = level
@@ -209,7 +214,7 @@ class KeyValueFileWriter:
         pos = 0
         while pos < phys.num_rows:
             name = self.new_file_name()
-            with self._io.open_output(self._io.join(self._dir, name)) as out:
+            with self._io.open_output(self._io.join(self._dir, name), self._pending) as out:
                 stop, footer = fill(out, phys, pos)
                 size = out.tell()
             known = footer_stats(footer, self._schema.fields) if footer is not None else None

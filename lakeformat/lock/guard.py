@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from lakeformat.lock.base import Lease, TableLock
-from lakeformat.storage import FileIO, FileStatus, Versioned
+from lakeformat.storage import FileIO, FileStatus, PendingFiles, Versioned
 
 __all__ = ["GuardedFileIO", "unguarded"]
 
@@ -99,8 +99,9 @@ class GuardedFileIO(FileIO):
     def write_bytes(self, path: str, data: bytes) -> None:
         self.inner.write_bytes(path, data)
 
-    def open_output(self, path: str) -> AbstractContextManager[Any]:
-        return self.inner.open_output(path)
+    def open_output(self, path: str, pending: PendingFiles | None = None
+                    ) -> AbstractContextManager[Any]:
+        return self.inner.open_output(path, pending)
 
     def read_versioned(self, path: str) -> Versioned:
         return self.inner.read_versioned(path)

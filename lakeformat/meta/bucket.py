@@ -461,6 +461,17 @@ def bucket_ids(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[Da
         raise ValueError(f"num_buckets must be > 0, got {num_buckets}")
     if num_buckets >= 1 << 31:
         raise ValueError(f"num_buckets must fit a Java int, got {num_buckets}")
-    # |hash % n| < n: the remainder and its absolute value stay in int32
-    out = np.fmod(hash_rows(columns, types), np.int32(num_buckets))
-    return np.abs(out, out=out)
+    return buckets_of_hashes(hash_rows(columns, types), num_buckets)
+
+
+def buckets_of_hashes(hashes: np.ndarray, num_buckets: int) -> np.ndarray:
+    """int32 ``Math.abs(hash % numBuckets)`` of int32 hashes (`hashes` is overwritten).
+
+    Java's remainder takes the dividend's sign, so the result is ``|hash| mod n``; |hash| as
+    uint32 holds |MIN_VALUE| = 2^31. A power-of-two n is a mask, ~10x cheaper than dividing."""
+    magnitude = np.abs(hashes, out=hashes).view(np.uint32)
+    if num_buckets & (num_buckets - 1) == 0:
+        magnitude &= np.uint32(num_buckets - 1)
+    else:
+        magnitude %= np.uint32(num_buckets)
+    return magnitude.view(np.int32)

@@ -23,6 +23,7 @@ before it in the bucket, and concurrent writers never tie. Renumbering is bounde
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import time
@@ -56,14 +57,20 @@ from lakeformat.operation.commit import (
 )
 from lakeformat.operation.cross_partition import is_cross_partition
 from lakeformat.operation.merge_schema import evolve_for_write
-from lakeformat.operation.runner import Runner, captured, default_runner, split_failures
+from lakeformat.operation.runner import (
+    Runner,
+    ThreadRunner,
+    captured,
+    default_runner,
+    split_failures,
+)
 from lakeformat.operation.write import TableWrite, WriteUnit
 from lakeformat.options import CoreOptions
 from lakeformat.results import CommitResult
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.schema.types import arrow_schema
-from lakeformat.storage import FileIO
+from lakeformat.storage import FileIO, PendingFiles
 
 #: how far past a bucket's largest live sequence number a renumbered write starts (doubled
 #: with each renumbering of the same write)
@@ -229,8 +236,25 @@ class WriteJob:
         return self.messages
 
     def _execute(self, units: Sequence[WriteUnit]) -> list[CommitMessage]:
-        results = default_runner(self.runner).map(captured(self.writer.execute), list(units))
+        # units run in this process: a file's last flush and rename overlap the next unit's
+        # work, and all have finished before the files are named anywhere
+        local = self.runner is None or isinstance(self.runner, ThreadRunner)
+        pending = self.writer.pending = PendingFiles() if local else None
+        try:
+            results = default_runner(self.runner).map(captured(self.writer.execute), list(units))
+        except BaseException:
+            if pending is not None:
+                with contextlib.suppress(Exception):
+                    pending.wait()
+            raise
+        finally:
+            self.writer.pending = None
         done, error = split_failures(results)
+        if pending is not None:
+            try:
+                pending.wait()
+            except Exception as failed:  # noqa: BLE001 - the job fails as a unit would
+                error = error or failed
         if error is not None:
             self.writer.remove_files(done, list(units))
             raise error

@@ -8,8 +8,9 @@ local disks (tests, single machines) and on S3-compatible object stores.
 from __future__ import annotations
 
 import re
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from lakeformat.errors import InvalidArgumentError, LakeformatError, Unsupported
 
 __all__ = [
     "FileIO",
+    "PendingFiles",
     "FileStatus",
     "Versioned",
     "StorageError",
@@ -35,6 +37,34 @@ LOCAL_SCHEMES: frozenset[str] = frozenset({"", "file"})
 S3_SCHEMES: frozenset[str] = frozenset({"s3", "s3a", "s3n"})
 
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+
+
+class PendingFiles:
+    """Files whose writing finishes in the background (`FileIO.open_output`): the writer goes
+    on with its next work while the disk takes a file's tail. `wait()` returns once every
+    file is durable at its path, or raises the first failure after all have ended (a file
+    that failed is not at its path). Thread-safe; one per job, waited for before its commit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waits: list[Callable[[], None]] = []
+
+    def add(self, wait: Callable[[], None]) -> None:
+        """`wait`: blocks until one file is finished, raising what made it fail."""
+        with self._lock:
+            self._waits.append(wait)
+
+    def wait(self) -> None:
+        with self._lock:
+            waits, self._waits = self._waits, []
+        error: BaseException | None = None
+        for w in waits:
+            try:
+                w()
+            except BaseException as e:  # noqa: BLE001 - every file ends before the first raises
+                error = error or e
+        if error is not None:
+            raise error
 
 
 class StorageError(LakeformatError):
@@ -125,10 +155,12 @@ class FileIO(ABC):
         """Create or overwrite ``path`` so readers see either the old or the new content."""
 
     @contextmanager
-    def open_output(self, path: str) -> Iterator[Any]:
+    def open_output(self, path: str, pending: PendingFiles | None = None) -> Iterator[Any]:
         """A writable pyarrow stream whose bytes become ``path`` when the block ends without
         an error, as `write_bytes` would write them; nothing is written when it raises.
-        Writers of large files (data files) stream into it; this default buffers in memory."""
+        Writers of large files (data files) stream into it; this default buffers in memory.
+        With `pending`, a storage may finish the file (its last flush, its publication at
+        ``path``) in the background: the file is there once `pending.wait()` returned."""
         import pyarrow as pa
 
         sink = pa.BufferOutputStream()

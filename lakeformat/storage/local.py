@@ -14,14 +14,14 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
 
 from lakeformat.errors import UnsupportedError
-from lakeformat.storage.fileio import FileIO, FileStatus, Versioned, split_scheme
+from lakeformat.storage.fileio import FileIO, FileStatus, PendingFiles, Versioned, split_scheme
 
 __all__ = ["LocalFileIO", "local_path"]
 
@@ -185,9 +185,11 @@ class LocalFileIO(FileIO):
             raise
 
     @contextmanager
-    def open_output(self, path: str) -> Iterator[Any]:
+    def open_output(self, path: str, pending: PendingFiles | None = None) -> Iterator[Any]:
         """Bytes stream straight into the temp file (buffered; no copy of the whole file in
-        memory), which is flushed and renamed to ``path`` as `write_bytes` does."""
+        memory), which is flushed and renamed to ``path`` as `write_bytes` does. With
+        `pending`, the last flush and the rename run on the file's flushing thread while the
+        caller goes on (`PendingFiles.wait`)."""
         target = local_path(path)
         tmp = self._temp_path(target)
         try:
@@ -198,6 +200,9 @@ class LocalFileIO(FileIO):
                 with pa.output_stream(tmp, buffer_size=OUTPUT_BUFFER) as out, _Trickle(tmp) as sync:
                     yield out
                     out.close()
+                    if pending is not None:
+                        pending.add(sync.publish_later(tmp, target))
+                        return
                     sync.finish()
             os.replace(tmp, target)
         except BaseException:
@@ -334,15 +339,17 @@ class _Trickle:
     An fsync of a freshly written file waits for the disk to take all of its bytes (about
     2 ms a MB here), time the writer's thread spends idle. A helper thread instead flushes what
     has reached the OS every `SYNC_STEP` bytes while the writer goes on encoding; the last
-    flush (`finish`) then waits for the tail only. The descriptor is opened before any byte
-    is written, so a write-back error on any of those flushes is reported by a later one on
-    it (Linux reports such an error to every descriptor opened before it) or re-raised by
-    `finish`."""
+    flush (`finish`) then waits for the tail only, or the helper takes the tail and the
+    rename too (`publish_later`) and the writer does not wait at all. The descriptor is
+    opened before any byte is written, so a write-back error on any of those flushes is
+    reported by a later one on it (Linux reports such an error to every descriptor opened
+    before it) or re-raised."""
 
     def __init__(self, path: str) -> None:
         self._fd = os.open(path, os.O_RDONLY)
         self._stop = threading.Event()
-        self._error: OSError | None = None
+        self._error: BaseException | None = None
+        self._publish: tuple[str, str] | None = None  # (temp, target): the helper finishes
         self._thread = threading.Thread(target=self._run, name="lakeformat-sync", daemon=True)
         self._thread.start()
 
@@ -356,7 +363,22 @@ class _Trickle:
                     synced = size
             except OSError as e:
                 self._error = e
-                return
+                self._stop.wait()  # the writer still ends the file (finish or publish_later)
+                break
+        if self._publish is not None:
+            self._finish_publish(*self._publish)
+
+    def _finish_publish(self, tmp: str, target: str) -> None:
+        try:
+            if self._error is None:
+                os.fsync(self._fd)
+                os.replace(tmp, target)
+        except BaseException as e:  # noqa: BLE001 - handed to the waiter
+            self._error = e
+        finally:
+            os.close(self._fd)
+            if self._error is not None:
+                _unlink_quietly(tmp)
 
     def _join(self) -> None:
         self._stop.set()
@@ -369,12 +391,25 @@ class _Trickle:
             raise self._error
         os.fsync(self._fd)
 
+    def publish_later(self, tmp: str, target: str) -> Callable[[], None]:
+        """Hand the last flush and the rename of `tmp` to `target` to the helper; the
+        returned function waits for them and raises what failed (`tmp` then removed)."""
+        self._publish = (tmp, target)
+        self._stop.set()
+
+        def wait() -> None:
+            self._thread.join()
+            if self._error is not None:
+                raise self._error
+        return wait
+
     def __enter__(self) -> _Trickle:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._join()
-        os.close(self._fd)
+        if self._publish is None:
+            self._join()
+            os.close(self._fd)
 
 
 def _unlink_quietly(path: str) -> None:

@@ -18,6 +18,7 @@ from lakeformat.meta.binary_row import serialize
 from lakeformat.meta.bucket import (
     bucket_ids,
     bucket_of_row,
+    buckets_of_hashes,
     hash_row_bytes,
     hash_rows,
     java_bucket,
@@ -73,6 +74,14 @@ def test_java_remainder_semantics_for_negative_hashes() -> None:
     assert (hashes < 0).any()
     got = bucket_ids([pa.array(range(2000))], [T.bigint()], 7)
     assert got.tolist() == [java_bucket(int(h), 7) for h in hashes]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 16, 1 << 30, (1 << 31) - 1])
+def test_bucket_of_extreme_hashes_is_javas_remainder(n: int) -> None:
+    edges = [-(2 ** 31), -(2 ** 31) + 1, -n - 1, -n, -1, 0, 1, n - 1, n, 2 ** 31 - 1]
+    hashes = np.array(edges + list(range(-70, 70)), dtype=np.int32)
+    assert buckets_of_hashes(hashes.copy(), n).tolist() == [java_bucket(int(h), n)
+                                                            for h in hashes]
 
 
 def test_bucket_count_must_be_positive() -> None:

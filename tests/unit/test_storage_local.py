@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakeformat.errors import UnsupportedError
-from lakeformat.storage import FileIO, FileStatus, LocalFileIO, get_file_io
+from lakeformat.storage import FileIO, FileStatus, LocalFileIO, PendingFiles, get_file_io
 from lakeformat.storage.local import local_path
 
 
@@ -250,4 +250,59 @@ def test_open_output_failures_leave_nothing(io: LocalFileIO, tmp_path: Path,
             out.flush()
             time.sleep(0.2)
     assert os.listdir(tmp_path / "d") == []
+    assert not _sync_threads()
+
+
+def test_open_output_with_pending_publishes_in_the_background(
+        io: LocalFileIO, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the last flush and the rename happen on the helper thread: the writer's block ends
+    # at once, and the file is at its path (whole, flushed) when the pending files are waited for
+    release = threading.Event()
+    synced: list[int] = []
+    real = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        release.wait(5)
+        synced.append(os.fstat(fd).st_size)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    pending = PendingFiles()
+    piece = os.urandom(1 << 20)
+    targets = [tmp_path / "d" / f"data-{i}.parquet" for i in range(3)]
+    for target in targets:
+        with io.open_output(str(target), pending) as out:
+            out.write(piece)
+    assert not any(t.exists() for t in targets)  # still finishing: not published yet
+    release.set()
+    pending.wait()
+    assert [t.read_bytes() == piece for t in targets] == [True] * 3
+    assert synced == [1 << 20] * 3
+    assert sorted(os.listdir(targets[0].parent)) == [t.name for t in targets]
+    assert not _sync_threads()
+    pending.wait()  # nothing left to wait for
+
+
+def test_pending_file_that_fails_is_not_published(io: LocalFileIO, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # a disk error on one file's last flush: every file ends, the error is raised by wait(),
+    # the failed file is neither at its path nor left as a temp file
+    real = os.fsync
+
+    def failing(fd: int) -> None:
+        if os.fstat(fd).st_size == 7:
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", failing)
+    pending = PendingFiles()
+    good, bad = tmp_path / "d" / "good.parquet", tmp_path / "d" / "bad.parquet"
+    with io.open_output(str(bad), pending) as out:
+        out.write(b"x" * 7)
+    with io.open_output(str(good), pending) as out:
+        out.write(b"y" * 9)
+    with pytest.raises(OSError, match="Input/output error"):
+        pending.wait()
+    assert os.listdir(tmp_path / "d") == ["good.parquet"]
+    assert good.read_bytes() == b"y" * 9
     assert not _sync_threads()

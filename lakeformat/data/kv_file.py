@@ -171,8 +171,10 @@ class KeyValueFileWriter:
 
     def _dictionary_columns(self) -> list[str]:
         """Columns worth dictionary encoding: all but those unique within a file (the sequence
-        number, ``_KEY_*`` and a single-column key), where it only costs time and space."""
-        unique = {SEQUENCE_NUMBER, *(f.name for f in self._key_fields)}
+        number, ``_KEY_*`` and a single-column key), where it only costs time and space, and
+        the row kind: four codes, which PLAIN + zstd shrinks to a few KB per 250k rows too,
+        15-40% faster than through a dictionary whatever the share of retracts."""
+        unique = {SEQUENCE_NUMBER, VALUE_KIND, *(f.name for f in self._key_fields)}
         if len(self._key_names) == 1:
             unique.add(self._key_names[0])
         return [path for f in self._fields if f.name not in unique
@@ -183,8 +185,8 @@ class KeyValueFileWriter:
         if self._encodings_chosen:
             return
         self._encodings_chosen = True
-        self._pq_options.update(parquet_encodings(phys, self._dict_candidates,
-                                                  self._arrow_schema.names))
+        self._pq_options.update(parquet_encodings(
+            phys, self._dict_candidates, [n for n in self._arrow_schema.names if n != VALUE_KIND]))
 
     @property
     def file_format(self) -> str:

@@ -156,6 +156,8 @@ class KeyValueFileWriter:
             self._pq_options = parquet_write_options(self._fields, comp, options.zstd_level)
             self._dict_candidates = self._dictionary_columns()
             self._pq_options["use_dictionary"] = self._dict_candidates
+            # DELTA for close integers; the row kind stays PLAIN (see `_dictionary_columns`)
+            self._delta_candidates = [n for n in self._arrow_schema.names if n != VALUE_KIND]
         elif fmt == "avro":
             self._avro_codec = avro_codec(comp, options.zstd_level, options.get("avro.codec"))
             writer_schema_json(self._fields)  # refuses a type Avro files cannot hold
@@ -185,8 +187,8 @@ class KeyValueFileWriter:
         if self._encodings_chosen:
             return
         self._encodings_chosen = True
-        self._pq_options.update(parquet_encodings(
-            phys, self._dict_candidates, [n for n in self._arrow_schema.names if n != VALUE_KIND]))
+        self._pq_options.update(parquet_encodings(phys, self._dict_candidates,
+                                                  self._delta_candidates))
 
     @property
     def file_format(self) -> str:

@@ -276,7 +276,7 @@ def test_open_output_with_pending_publishes_in_the_background(
     assert not any(t.exists() for t in targets)  # still finishing: not published yet
     release.set()
     pending.wait()
-    assert [t.read_bytes() == piece for t in targets] == [True] * 3
+    assert all(t.read_bytes() == piece for t in targets)
     assert synced == [1 << 20] * 3
     assert sorted(os.listdir(targets[0].parent)) == [t.name for t in targets]
     assert not _sync_threads()

@@ -5,18 +5,24 @@ builder; for a random order over a few hundred thousand values that per-value wo
 a write's gather time. The same gather done on the column's *views* (Arrow's string_view
 layout: 16 bytes per value pointing into the unchanged data buffer) is numpy's fixed-width
 gather, and the cast of the gathered views back to a plain string column copies the bytes in
-one tight pass; the result is the same array `take` would give. Alone, a string column's
-gather then takes about a third of the time; within a write, where the cast back still reads
-the strings in random order, it saves a few percent of the CPU. Other columns, and short
+one tight pass; the result is the same array `take` would give. Other columns, and short
 inputs, use Arrow's `take`.
+
+A write gathers every unit (bucket) of a batch from the same batch. `BatchViews` casts each of
+the batch's string columns to views once, shared by all its units: a unit then gathers its
+views straight through its positions in the batch, one random copy of its bytes (casting the
+unit's strings first, per unit, copies the bytes twice).
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["take_rows"]
+__all__ = ["BatchViews", "take_rows"]
 
 #: below this many rows Arrow's `take` is as fast
 MIN_VIEW_ROWS = 4096
@@ -32,27 +38,89 @@ def _view_type(t: pa.DataType) -> pa.DataType | None:
     return None
 
 
-def take_rows(table: pa.Table, order: np.ndarray, within: np.ndarray | None = None
-              ) -> pa.Table:
+class BatchViews:
+    """The string and binary columns of one table (a planned batch) as views, each cast on
+    first use and then shared: the units of a write, gathering from the batch on several
+    threads, cast each column once. A thread that finds a column being cast by another goes
+    on to the next one first."""
+
+    def __init__(self, table: pa.Table):
+        self.num_rows = table.num_rows
+        self._columns = {name: col for name, col in zip(table.column_names, table.columns,
+                                                         strict=True)
+                         if _view_type(col.type) is not None}
+        self._locks = {name: threading.Lock() for name in self._columns}
+        self._made: dict[str, pa.Array | None] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._columns
+
+    def each(self, names: list[str]) -> Iterator[tuple[str, pa.Array | None]]:
+        """(name, views) of `names` (None: a column that has no views: several chunks, or an
+        Arrow without the cast), columns being cast by another thread last."""
+        busy = []
+        for name in names:
+            lock = self._locks[name]
+            if lock.acquire(blocking=False):
+                try:
+                    views = self._make(name)
+                finally:
+                    lock.release()
+                yield name, views
+            else:
+                busy.append(name)
+        for name in busy:
+            with self._locks[name]:
+                views = self._make(name)
+            yield name, views
+
+    def _make(self, name: str) -> pa.Array | None:
+        if name not in self._made:
+            self._made[name] = _as_views(self._columns[name])
+        return self._made[name]
+
+
+def _as_views(col: pa.ChunkedArray) -> pa.Array | None:
+    if col.num_chunks != 1:
+        return None
+    try:
+        return col.chunk(0).cast(_view_type(col.type))
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # an older pyarrow
+        return None
+
+
+def take_rows(table: pa.Table, order: np.ndarray, within: np.ndarray | None = None,
+              views: BatchViews | None = None) -> pa.Table:
     """`table.take(order)`; with `within` (row positions of `table`, best ascending),
-    `table.take(within).take(order)`, `order` then holding positions in `within`. Fixed-width
-    columns are gathered once, through the composed positions; string and binary columns first
-    take `within` (a streaming copy of their bytes when ascending) and then gather their views
-    by `order`, so that the cast back reads bytes from that smaller copy. Positions: int64."""
+    `table.take(within).take(order)`, `order` then holding positions in `within`. Columns are
+    gathered once, through the composed positions, string and binary ones through their
+    views: those of `views` when given (made from a table whose columns of those names are
+    `table`'s), else cast from the rows of `within` (a streaming copy when ascending).
+    Positions: int64."""
     _check_positions(order, table.num_rows if within is None else len(within))
     if within is not None:
         _check_positions(within, table.num_rows)
-    indices = pa.array(order if within is None else within[order])
+    composed = order if within is None else within[order]
+    indices = pa.array(composed)
     first = None if within is None else pa.array(within)
-    columns = []
-    for col in table.columns:
-        if _view_type(col.type) is None:
-            columns.append(col.take(indices))
+    columns = dict.fromkeys(table.column_names)
+    shared = []
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        if _view_type(col.type) is None or len(order) < MIN_VIEW_ROWS:
+            columns[name] = col.take(indices)
+        elif views is not None and name in views:
+            if len(col) != views.num_rows:
+                raise ValueError(f"views of column {name!r} are of another table")
+            shared.append(name)
         elif first is None:
-            columns.append(_take_column(col, order, indices))
+            columns[name] = _take_views(col, _as_views(col), order, indices)
         else:
-            columns.append(_take_column(col.take(first), order, None))
-    return pa.Table.from_arrays(columns, schema=table.schema)
+            unit = col.take(first)
+            columns[name] = _take_views(unit, _as_views(unit), order, None)
+    if views is not None:
+        for name, made in views.each(shared):
+            columns[name] = _take_views(table[name], made, composed, indices)
+    return pa.Table.from_arrays(list(columns.values()), schema=table.schema)
 
 
 def _check_positions(positions: np.ndarray, rows: int) -> None:
@@ -60,16 +128,11 @@ def _check_positions(positions: np.ndarray, rows: int) -> None:
         raise IndexError(f"row positions out of range for a table of {rows} rows")
 
 
-def _take_column(col: pa.ChunkedArray, order: np.ndarray, indices: pa.Array | None
-                 ) -> pa.Array | pa.ChunkedArray:
+def _take_views(col: pa.ChunkedArray, views: pa.Array | None, order: np.ndarray,
+                indices: pa.Array | None) -> pa.Array | pa.ChunkedArray:
     """A string or binary column's rows in `order` (`indices`: the same as an Arrow array,
-    when at hand) through its views."""
-    view = _view_type(col.type)
-    if view is None or len(order) < MIN_VIEW_ROWS or col.num_chunks != 1:
-        return col.take(pa.array(order) if indices is None else indices)
-    try:
-        views = col.chunk(0).cast(view)
-    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # an older pyarrow
+    when at hand), gathered through `views` (the column's; None: Arrow's `take`)."""
+    if views is None:
         return col.take(pa.array(order) if indices is None else indices)
     validity, slots, *data = views.buffers()
     first, n = views.offset, len(views)
@@ -79,5 +142,5 @@ def _take_column(col: pa.ChunkedArray, order: np.ndarray, indices: pa.Array | No
         valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8),
                               bitorder="little")[first:first + n].view(bool)
         bitmap = pa.py_buffer(np.packbits(valid[order], bitorder="little"))
-    out = pa.Array.from_buffers(view, len(order), [bitmap, pa.py_buffer(gathered), *data])
+    out = pa.Array.from_buffers(views.type, len(order), [bitmap, pa.py_buffer(gathered), *data])
     return out.cast(col.type)

@@ -109,11 +109,15 @@ class KeyValueFileWriter:
 
     def __init__(self, file_io: Any, bucket_dir: str, schema: TableSchema,
                  options: CoreOptions, *, level: int = 0, file_source: int = 0,
-                 pending: PendingFiles | None = None) -> None:
+                 pending: PendingFiles | None = None,
+                 encodings: dict[str, Any] | None = None) -> None:
         """`pending`: files may finish in the background (`FileIO.open_output`); the caller
-        waits for it before anything names them."""
+        waits for it before anything names them. `encodings`: a dict shared by writers of
+        like rows (the buckets of one partition in one write): the Parquet encodings the
+        first of them chose, which the others take instead of sampling their own rows."""
         self._io = file_io
         self._pending = pending
+        self._shared_encodings = encodings
         self._dir = bucket_dir
         self._schema = schema
         self._level = level
@@ -183,12 +187,18 @@ class KeyValueFileWriter:
                 for path in parquet_leaf_paths(f.name, f.type)]
 
     def _choose_encodings(self, phys: pa.Table) -> None:
-        """Once per writer, from the first rows it writes (`parquet_encodings`)."""
+        """Once per writer, from the first rows it writes (`parquet_encodings`), or what a
+        writer sharing `encodings` chose."""
         if self._encodings_chosen:
             return
         self._encodings_chosen = True
-        self._pq_options.update(parquet_encodings(phys, self._dict_candidates,
-                                                  self._delta_candidates))
+        shared = self._shared_encodings
+        choice = None if shared is None else shared.get("parquet")
+        if choice is None:
+            choice = parquet_encodings(phys, self._dict_candidates, self._delta_candidates)
+            if shared is not None:
+                shared.setdefault("parquet", choice)
+        self._pq_options.update(choice)
 
     @property
     def file_format(self) -> str:

@@ -83,15 +83,25 @@ def stable_int_order(values: np.ndarray) -> np.ndarray:
 def stable_int_groups(values: np.ndarray) -> tuple[np.ndarray, KeyGroups]:
     """`stable_int_order` of `values` and the groups of equal values in that order (what
     `key_groups` finds in a table sorted by a single integer key), from the sort itself."""
-    order, ordered = _int_order(values, True)
+    order, _, groups = stable_int_sort(values)
+    return order, groups
+
+
+def stable_int_sort(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, KeyGroups]:
+    """`stable_int_groups` and the values in that order (`values[order]`, of their dtype),
+    which the sort yields without a gather."""
+    order, ordered, lo = _int_order(values, True)
     new_key = np.ones(len(order), dtype=bool)
     np.not_equal(ordered[1:], ordered[:-1], out=new_key[1:])
-    return order, KeyGroups.of_boundaries(new_key)
+    if lo:
+        ordered += lo
+    return order, ordered.astype(values.dtype, copy=False), KeyGroups.of_boundaries(new_key)
 
 
-def _int_order(values: np.ndarray, with_values: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """The stable order and, if asked, the values in that order (less the minimum when
-    packed: equal values stay equal, which is all `stable_int_groups` looks at)."""
+def _int_order(values: np.ndarray, with_values: bool
+               ) -> tuple[np.ndarray, np.ndarray | None, int]:
+    """The stable order, if asked the values in that order less the third item (the minimum
+    when packed, else 0)."""
     n = len(values)
     packable = n >= 2 and values.dtype.kind == "i"
     if packable:
@@ -100,7 +110,7 @@ def _int_order(values: np.ndarray, with_values: bool) -> tuple[np.ndarray, np.nd
         packable = (hi - lo).bit_length() + bits <= 63
     if not packable:
         order = np.argsort(values, kind="stable").astype(np.int64, copy=False)
-        return order, values[order] if with_values else None
+        return order, values[order] if with_values else None, 0
     packed = values.astype(np.int64)
     packed -= lo
     packed <<= bits
@@ -108,7 +118,7 @@ def _int_order(values: np.ndarray, with_values: bool) -> tuple[np.ndarray, np.nd
     packed.sort()
     ordered = packed >> bits if with_values else None
     packed &= (1 << bits) - 1
-    return packed, ordered
+    return packed, ordered, lo
 
 
 def sort_for_merge(table: pa.Table, key_names: list[str],

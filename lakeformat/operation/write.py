@@ -14,7 +14,9 @@ bucket 0) starts each write at 0, as Java's unaware writer (which restores nothi
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -22,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeformat.data.gather import take_rows
+from lakeformat.data.gather import BatchViews, take_rows
 from lakeformat.data.kv_file import KeyValueFileWriter
 from lakeformat.errors import SchemaMismatchError, UnsupportedError
 from lakeformat.merge import merge_engine
@@ -35,7 +37,7 @@ from lakeformat.merge.sort import (
     KeyGroups,
     key_column,
     sort_for_merge,
-    stable_int_groups,
+    stable_int_sort,
 )
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids, hash_rows
@@ -79,6 +81,9 @@ class WriteUnit:
     #: found when the unit is executed (in parallel with the other units)
     codes: np.ndarray | None = None
     code: int = 0
+    #: the string columns of `source` as views, shared by the units planned from it (never
+    #: shipped: a detached unit holds its own rows)
+    views: BatchViews | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @cached_property
     def positions(self) -> np.ndarray | None:
@@ -134,10 +139,13 @@ class TableWrite:
         #: set by a job running its units in this process: their files finish in the
         #: background and the job waits for them before committing (`PendingFiles`)
         self.pending: PendingFiles | None = None
+        #: per partition, the Parquet encodings its first unit chose (`KeyValueFileWriter`):
+        #: the buckets of a partition are alike, one sample decides for all
+        self._encodings: dict[bytes, dict] = {}
 
     def __getstate__(self) -> dict:
         # shipped to another process (a Spark task), a unit's files finish before it returns
-        return {**self.__dict__, "pending": None}
+        return {**self.__dict__, "pending": None, "_encodings": {}}
 
     def _check_writable(self) -> None:
         check_supported(self.schema, WRITE, self.table_path)
@@ -148,7 +156,46 @@ class TableWrite:
         """Split conformed rows into work units, numbered after the buckets' live state in
         `latest` (the job's base snapshot). `overwrite`: the rows replace their partitions
         (a dynamic-bucket table then assigns them from an empty index). `by_key`: the rows
-        are a delete by key (a cross-partition table sends each to its key's partition)."""
+        are a delete by key (a cross-partition table sends each to its key's partition).
+        The buckets' live state is read from the manifests while the rows are routed."""
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            state_read = pool.submit(self.bucket_state, latest)
+            rows, buckets, part_codes, part_rows = self._route_rows(data, kinds, latest,
+                                                                    overwrite, by_key)
+            state = state_read.result()
+        num_buckets = self.options.bucket
+        stride = max(num_buckets, int(buckets.max(initial=0)) + 1)  # dynamic: assigned ids
+        combined = part_codes * stride + buckets if len(part_rows) > 1 else buckets
+        # one unit per (partition, bucket) code present; each unit finds its own rows (in
+        # arrival order) when executed
+        codes = combined.astype(np.uint16 if combined.max(initial=0) < 1 << 16 else np.uint64)
+        present = (np.flatnonzero(np.bincount(codes)) if codes.dtype == np.uint16
+                   else np.unique(codes))
+        single = len(present) == 1
+        views = BatchViews(rows)
+        units = []
+        for code in present.tolist():
+            part_code, bucket = divmod(code, stride)
+            values = tuple(part_rows[part_code]) if self.partition_fields else ()
+            partition = self.partition_bytes(values)
+            _, max_seq = state.get((partition, bucket), (None, -1))
+            if self.unaware:
+                max_seq = -1
+            part_total = state.get((partition, None), (None, -1))[0]
+            if part_total is not None and part_total != num_buckets:
+                raise UnsupportedError(
+                    f"{self.table_path}: partition {dict(zip(self.schema.partition_keys, values))}"
+                    f" has {part_total} buckets but the table option says {num_buckets}; "
+                    "rescaling needs an overwrite of that partition")
+            units.append(WriteUnit(partition, values, bucket, num_buckets, rows, max_seq,
+                                   codes=None if single else codes, code=code, views=views))
+        return units
+
+    def _route_rows(self, data: pa.Table, kinds: np.ndarray | None, latest: Snapshot | None,
+                    overwrite: bool, by_key: bool
+                    ) -> tuple[pa.Table, np.ndarray, np.ndarray, list[tuple]]:
+        """The rows conformed, with their row kinds, and routed (`plan`): rows, each row's
+        bucket, its partition code, and the partition values of each code."""
         if self.cross:
             if overwrite:
                 raise UnsupportedError(
@@ -169,39 +216,13 @@ class TableWrite:
                 f"{self.table_path}: an append table (no primary key) takes +I rows only; "
                 f"{int(np.count_nonzero(kinds))} rows have another row kind")
         rows = table.append_column(VALUE_KIND, pa.array(kinds.astype(np.int8)))
-        num_buckets = self.options.bucket
         if self.cross:
             rows, buckets, part_codes, part_rows = self._route_cross(rows, latest)
         elif self.dynamic:
             buckets, part_codes, part_rows = self._assign_dynamic(rows, latest, overwrite)
         else:
             buckets, part_codes, part_rows = self.route(rows)
-        stride = max(num_buckets, int(buckets.max(initial=0)) + 1)  # dynamic: assigned ids
-        combined = part_codes * stride + buckets if len(part_rows) > 1 else buckets
-        # one unit per (partition, bucket) code present; each unit finds its own rows (in
-        # arrival order) when executed
-        codes = combined.astype(np.uint16 if combined.max(initial=0) < 1 << 16 else np.uint64)
-        present = (np.flatnonzero(np.bincount(codes)) if codes.dtype == np.uint16
-                   else np.unique(codes))
-        state = self.bucket_state(latest)
-        single = len(present) == 1
-        units = []
-        for code in present.tolist():
-            part_code, bucket = divmod(code, stride)
-            values = tuple(part_rows[part_code]) if self.partition_fields else ()
-            partition = self.partition_bytes(values)
-            _, max_seq = state.get((partition, bucket), (None, -1))
-            if self.unaware:
-                max_seq = -1
-            part_total = state.get((partition, None), (None, -1))[0]
-            if part_total is not None and part_total != num_buckets:
-                raise UnsupportedError(
-                    f"{self.table_path}: partition {dict(zip(self.schema.partition_keys, values))}"
-                    f" has {part_total} buckets but the table option says {num_buckets}; "
-                    "rescaling needs an overwrite of that partition")
-            units.append(WriteUnit(partition, values, bucket, num_buckets, rows, max_seq,
-                                   codes=None if single else codes, code=code))
-        return units
+        return rows, buckets, part_codes, part_rows
 
     def route(self, rows: pa.Table) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
         """Where conformed rows go: each row's bucket (int32), each row's partition code, and
@@ -281,20 +302,23 @@ class TableWrite:
         """The BinaryRow of one partition's values, as manifests store it."""
         return to_avro_bytes(list(values), [f.type for f in self.partition_fields])
 
-    def _key_order(self, unit: WriteUnit) -> tuple[np.ndarray, KeyGroups | None]:
+    def _key_order(self, unit: WriteUnit
+                   ) -> tuple[np.ndarray, KeyGroups | None, pa.Array | None]:
         """Stable key order of a unit's rows (positions in arrival order; ties keep arrival
         order), in Java's key order (floats by `Double.compare`); with a single integer key
-        (or float codes) also the key groups of that order, which the sort yields for free."""
+        also the key groups of that order and the key column in it, which the sort yields
+        for free."""
         keys = [key_column(unit.source[k]) for k in self.keys]
         at = unit.positions
         if len(keys) == 1 and pa.types.is_integer(keys[0].type) and not keys[0].null_count:
             values = keys[0].to_numpy()
-            return stable_int_groups(values if at is None else values[at])
+            order, ordered, groups = stable_int_sort(values if at is None else values[at])
+            return order, groups, pa.array(ordered, type=keys[0].type)
         if at is not None:
             keys = [k.take(pa.array(at)) for k in keys]
         table = pa.table(keys, names=[f"k{i}" for i in range(len(keys))])
         return pc.sort_indices(table, sort_keys=[(f"k{i}", "ascending")
-                                                 for i in range(len(keys))]).to_numpy(), None
+                                                 for i in range(len(keys))]).to_numpy(), None, None
 
     def _filter_kinds(self, table: pa.Table, kinds: np.ndarray) -> tuple[pa.Table, np.ndarray]:
         """`ignore-delete` drops retracts and `ignore-update-before` drops -U before writing."""
@@ -367,22 +391,33 @@ class TableWrite:
         # Rows are sorted by key (stable: a key's records keep arrival order) and numbered in
         # that order. Sequence numbers are only ever compared within a key, where this is
         # arrival order; ascending numbers also encode smaller and faster than a permutation.
-        key_order, groups = self._key_order(unit)
-        # strings: the unit's rows first (ascending positions: a streaming gather), then key
-        # order within them (two gathers beat one random gather over the whole batch); other
-        # columns in one gather through the composed positions
-        rows = take_rows(unit.source, key_order, unit.positions)
+        key_order, groups, sorted_key = self._key_order(unit)
+        # one gather per column through the unit's positions in the batch (strings through
+        # the batch's shared views), less what needs none: a single integer key comes sorted
+        # out of the sort, a batch of inserts only has its row kinds known
+        source = unit.source
+        given: dict[str, pa.Array] = {}
+        if sorted_key is not None:
+            given[self.keys[0]] = sorted_key
+        kinds = source[VALUE_KIND]
+        if kinds.num_chunks == 1 and not np.any(kinds.chunk(0).to_numpy()):
+            given[VALUE_KIND] = pa.array(np.zeros(len(key_order), dtype=np.int8))
+        rows = take_rows(source.drop_columns(list(given)) if given else source, key_order,
+                         unit.positions, unit.views)
         seq = pa.array(np.arange(len(key_order), dtype=np.int64)
                        + (unit.max_sequence_number + 1))
-        kv = pa.table([seq, rows[VALUE_KIND]] + [rows[f.name] for f in self.schema.fields],
-                      names=[SEQUENCE_NUMBER, VALUE_KIND] + self.schema.field_names)
+        columns = [given[name] if name in given else rows[name]
+                   for name in (VALUE_KIND, *self.schema.field_names)]
+        kv = pa.table([seq, *columns],
+                      names=[SEQUENCE_NUMBER, VALUE_KIND, *self.schema.field_names])
         if self.ctx.sequence_fields:  # rows are key-sorted in arrival order; refine the ties
             kv = sort_for_merge(kv, self.keys, self.ctx.sequence_fields,
                                 self.ctx.sequence_ascending)
         kv = self.engine.merge_sorted(kv, groups=groups)  # groups: by key, whatever the ties
         writer = KeyValueFileWriter(self.file_io,
                                     self.paths.bucket_dir(unit.partition_values, unit.bucket),
-                                    self.schema, self.options, pending=self.pending)
+                                    self.schema, self.options, pending=self.pending,
+                                    encodings=self._encodings.setdefault(unit.partition, {}))
         files = writer.write(kv)
         return CommitMessage(unit.partition, unit.bucket, unit.total_buckets, new_files=files)
 

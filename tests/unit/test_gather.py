@@ -1,12 +1,15 @@
-"""`take_rows` gives exactly `Table.take`, whatever the column types, nulls and slicing."""
+"""`take_rows` gives exactly `Table.take`, whatever the column types, nulls and slicing, and
+whether its string columns come through views shared by several threads (`BatchViews`)."""
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakeformat.data.gather import MIN_VIEW_ROWS, take_rows
+from lakeformat.data.gather import MIN_VIEW_ROWS, BatchViews, take_rows
 
 
 def _table(n: int, seed: int) -> pa.Table:
@@ -73,3 +76,36 @@ def test_out_of_range_positions_are_refused() -> None:
     for bad in ([MIN_VIEW_ROWS], [-1]):
         with pytest.raises(IndexError):
             take_rows(table, np.array(bad, dtype=np.int64))
+
+
+@pytest.mark.parametrize("n", [10, 3 * MIN_VIEW_ROWS + 7])
+def test_shared_views_give_the_same_rows_on_several_threads(n: int) -> None:
+    # the units of one batch, each gathered on its own thread through the batch's views
+    table = _table(4 * n, n)
+    views = BatchViews(table)
+    rng = np.random.default_rng(n + 3)
+    units = np.array_split(rng.permutation(4 * n), 4)
+    cases = []
+    for rows in units:
+        within = np.sort(rows).astype(np.int64)
+        cases.append((within, rng.permutation(len(within)).astype(np.int64)))
+    cases.append((np.arange(4 * n, dtype=np.int64), rng.permutation(4 * n).astype(np.int64)))
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda c: take_rows(table, c[1], c[0], views), cases))
+    for (within, order), out in zip(cases, got, strict=True):
+        assert out.schema == table.schema
+        assert out.equals(table.take(pa.array(within)).take(pa.array(order)))
+    # a table without some of the columns (given separately) still takes the views it has
+    part = table.drop_columns(["id", "b"])
+    within, order = cases[0]
+    assert take_rows(part, order, within, views).equals(
+        part.take(pa.array(within)).take(pa.array(order)))
+
+
+def test_views_of_another_table_are_refused() -> None:
+    n = 2 * MIN_VIEW_ROWS
+    table = _table(n, 5)
+    views = BatchViews(table.slice(0, n - 1))
+    order = np.arange(MIN_VIEW_ROWS, dtype=np.int64)
+    with pytest.raises(ValueError, match="another table"):
+        take_rows(table, order, None, views)

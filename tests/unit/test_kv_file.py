@@ -302,6 +302,30 @@ def test_dictionary_where_values_repeat(tmp_path: Path) -> None:
     assert "name" not in _dictionary_columns(tmp_path / m.file_name)
 
 
+def test_writers_sharing_encodings_take_the_first_ones_choice(tmp_path: Path) -> None:
+    # the buckets of one partition in one write: the first writer samples its rows, the
+    # others write with its choice (here: a dictionary for names that repeat in its rows,
+    # kept for a later writer's distinct names), and read back the same
+    schema = _simple_schema()
+    rows = _rows(20_000)
+    for i, r in enumerate(rows):
+        r["name"] = f"city-{i % 37}"
+    shared: dict = {}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = _writer(tmp_path / "a", schema, encodings=shared).write(_kv(schema, rows))[0]
+    assert "name" in _dictionary_columns(tmp_path / "a" / first.file_name)
+    assert "name" in shared["parquet"]["use_dictionary"]
+    kv = _kv(schema, _rows(20_000))  # names all distinct: a writer of its own drops them
+    second = _writer(tmp_path / "b", schema, encodings=shared).write(kv)[0]
+    assert "name" in _dictionary_columns(tmp_path / "b" / second.file_name)
+    alone = _writer(tmp_path, schema).write(kv)[0]
+    assert "name" not in _dictionary_columns(tmp_path / alone.file_name)
+    back = read_kv_file(LocalFileIO(), str(tmp_path / "b" / second.file_name), "parquet",
+                        schema=schema)
+    assert back.equals(kv.cast(back.schema))
+
+
 def test_dictionary_past_arrows_default_page_size(tmp_path: Path) -> None:
     # 12,000 names of 100 letters (a 1.25 MB dictionary page, past pyarrow's 1 MB default)
     # repeated 5 times each: the whole chunk stays dictionary-encoded, not PLAIN after 1 MB

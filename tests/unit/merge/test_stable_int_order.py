@@ -1,5 +1,6 @@
 """`stable_int_order` is numpy's stable argsort, whatever the values' width, sign and span;
-`stable_int_groups` also finds the groups `key_groups` finds in the sorted values."""
+`stable_int_groups` also finds the groups `key_groups` finds in the sorted values, and
+`stable_int_sort` the sorted values themselves."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakeformat.merge.sort import key_groups, stable_int_groups, stable_int_order
+from lakeformat.merge.sort import (
+    key_groups,
+    stable_int_groups,
+    stable_int_order,
+    stable_int_sort,
+)
 
 I64 = st.integers(-(1 << 63), (1 << 63) - 1)
 
@@ -49,3 +55,17 @@ def test_groups_are_the_key_groups_of_the_order(values: list[int], dtype: str) -
     assert groups.starts.dtype == groups.ends.dtype == np.int64
     assert groups.starts.tolist() == expected.starts.tolist()
     assert groups.ends.tolist() == expected.ends.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(I64, st.integers(-3, 3), st.integers(1 << 40, (1 << 40) + 9)),
+                max_size=300),
+       st.sampled_from(["int8", "int16", "int32", "int64"]))
+def test_sorted_values_are_the_values_in_that_order(values: list[int], dtype: str) -> None:
+    info = np.iinfo(dtype)
+    arr = np.array([min(max(v, info.min), info.max) for v in values], dtype=dtype)
+    order, ordered, groups = stable_int_sort(arr)
+    assert order.tolist() == np.argsort(arr, kind="stable").tolist()
+    assert ordered.dtype == arr.dtype
+    assert ordered.tolist() == arr[order].tolist()
+    assert groups.starts.tolist() == stable_int_groups(arr)[1].starts.tolist()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -156,13 +155,10 @@ class TableWrite:
         """Split conformed rows into work units, numbered after the buckets' live state in
         `latest` (the job's base snapshot). `overwrite`: the rows replace their partitions
         (a dynamic-bucket table then assigns them from an empty index). `by_key`: the rows
-        are a delete by key (a cross-partition table sends each to its key's partition).
-        The buckets' live state is read from the manifests while the rows are routed."""
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            state_read = pool.submit(self.bucket_state, latest)
-            rows, buckets, part_codes, part_rows = self._route_rows(data, kinds, latest,
-                                                                    overwrite, by_key)
-            state = state_read.result()
+        are a delete by key (a cross-partition table sends each to its key's partition)."""
+        rows, buckets, part_codes, part_rows = self._route_rows(data, kinds, latest, overwrite,
+                                                                by_key)
+        state = self.bucket_state(latest)
         num_buckets = self.options.bucket
         stride = max(num_buckets, int(buckets.max(initial=0)) + 1)  # dynamic: assigned ids
         combined = part_codes * stride + buckets if len(part_rows) > 1 else buckets

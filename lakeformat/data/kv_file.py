@@ -321,7 +321,7 @@ class KeyValueFileWriter:
         """The file's entry; `known`: value columns' raw stats read off its footer."""
         seq = pc.min_max(part.column(SEQUENCE_NUMBER))
         kind = part.column(VALUE_KIND)
-        retract = pc.sum(pc.is_in(kind, value_set=pa.array(RETRACT_KINDS, kind.type))).as_py()
+        retract = retract_count(kind)
         keys = [part.column(k) for k in self._key_names]
         last = part.num_rows - 1
         min_key = to_avro_bytes([c[0].as_py() for c in keys], self._key_types)
@@ -351,10 +351,22 @@ class KeyValueFileWriter:
             level=self._level,
             extra_files=(),
             creation_time=clock.local_millis_now(),
-            delete_row_count=0 if self._append else int(retract or 0),
+            delete_row_count=0 if self._append else retract,
             file_source=self._file_source,
             value_stats_cols=stats_cols,
         )
+
+
+def retract_count(kinds: pa.ChunkedArray) -> int:
+    """Rows of -U or -D among `kinds` (a row kind column)."""
+    if kinds.num_chunks == 1 and not kinds.null_count:
+        codes = kinds.chunk(0).to_numpy()
+        retract = np.zeros(len(codes), dtype=bool)
+        for code in RETRACT_KINDS:  # np.isin is ~20x slower on int8 codes
+            retract |= codes == code
+        return int(np.count_nonzero(retract))
+    return int(pc.sum(pc.is_in(kinds, value_set=pa.array(RETRACT_KINDS, kinds.type))).as_py()
+               or 0)
 
 
 # -- reading ------------------------------------------------------------------------------------

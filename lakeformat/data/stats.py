@@ -20,6 +20,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -273,10 +274,36 @@ def _raw_stats(col: pa.Array | pa.ChunkedArray, dt: DataType, file_format: str,
     if not want_min_max or nulls == len(col) or not _has_min_max(dt, file_format):
         return ColStats(None, None, nulls)
     if dt.root in ("FLOAT", "DOUBLE"):
-        if pc.any(pc.is_nan(col)).as_py():
-            return ColStats(None, None, nulls)
+        return _float_stats(col, nulls)
     mm = pc.min_max(col)
     return ColStats(mm["min"].as_py(), mm["max"].as_py(), nulls)
+
+
+def _float_stats(col: pa.Array | pa.ChunkedArray, nulls: int) -> ColStats:
+    """Min and max of a float column as Java reads them off a Parquet footer: none when a
+    value is NaN, a zero bound widened to -0.0 (min) or +0.0 (max) so that no zero of either
+    sign is filtered out. Whole columns without nulls go through numpy (~10x Arrow's speed)."""
+    values = _dense_floats(col)
+    if values is None:
+        if pc.any(pc.is_nan(col)).as_py():
+            return ColStats(None, None, nulls)
+        mm = pc.min_max(col)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    elif np.isnan(values).any():
+        return ColStats(None, None, nulls)
+    else:
+        lo, hi = float(values.min()), float(values.max())
+    return ColStats(-0.0 if lo == 0 else lo, 0.0 if hi == 0 else hi, nulls)
+
+
+def _dense_floats(col: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
+    """The values of a float column without nulls in one piece, as numpy sees them (no copy);
+    None otherwise."""
+    if isinstance(col, pa.ChunkedArray):
+        if col.num_chunks != 1:
+            return None
+        col = col.chunk(0)
+    return None if col.null_count else col.to_numpy(zero_copy_only=True)
 
 
 def raw_stats(col: pa.Array | pa.ChunkedArray, dt: DataType, file_format: str = "parquet"

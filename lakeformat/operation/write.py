@@ -302,14 +302,16 @@ class TableWrite:
                    ) -> tuple[np.ndarray, KeyGroups | None, pa.Array | None]:
         """Stable key order of a unit's rows (positions in arrival order; ties keep arrival
         order), in Java's key order (floats by `Double.compare`); with a single integer key
-        also the key groups of that order and the key column in it, which the sort yields
-        for free."""
+        (or float codes) also the key groups of that order, and for an integer key the key
+        column in it, which the sort yields for free."""
         keys = [key_column(unit.source[k]) for k in self.keys]
         at = unit.positions
         if len(keys) == 1 and pa.types.is_integer(keys[0].type) and not keys[0].null_count:
             values = keys[0].to_numpy()
             order, ordered, groups = stable_int_sort(values if at is None else values[at])
-            return order, groups, pa.array(ordered, type=keys[0].type)
+            # float keys sort as int64 codes: their column is still gathered
+            own = pa.types.is_integer(unit.source[self.keys[0]].type)
+            return order, groups, pa.array(ordered, type=keys[0].type) if own else None
         if at is not None:
             keys = [k.take(pa.array(at)) for k in keys]
         table = pa.table(keys, names=[f"k{i}" for i in range(len(keys))])

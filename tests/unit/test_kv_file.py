@@ -18,7 +18,7 @@ import pytest
 
 from lakeformat.clock import local_millis_now
 from lakeformat.data.formats import parquet_delta_columns
-from lakeformat.data.kv_file import KeyValueFileWriter, read_kv_file
+from lakeformat.data.kv_file import KeyValueFileWriter, read_kv_file, retract_count
 from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
 from lakeformat.errors import (
     CorruptFileError,
@@ -205,6 +205,14 @@ def test_file_names_and_metadata(tmp_path: Path) -> None:
     assert from_avro_bytes(m.value_stats.min_values, vt) == [
         "2024-01-01", 0, "000000000000", Decimal("0.00"), dt.datetime(2024, 1, 2, 3, 4, 5, 678000)]
     assert m.value_stats.null_counts == (0, 0, 0, 0, 0)
+
+
+def test_retract_count_of_whole_and_chunked_kinds() -> None:
+    codes = [0, 1, 2, 3, 3, 0, 1]
+    assert retract_count(pa.chunked_array([pa.array(codes, pa.int8())])) == 4
+    assert retract_count(pa.chunked_array([pa.array(codes[:3], pa.int8()),
+                                           pa.array(codes[3:], pa.int8())])) == 4
+    assert retract_count(pa.chunked_array([pa.array([], pa.int8())])) == 0
 
 
 def test_name_options(tmp_path: Path) -> None:

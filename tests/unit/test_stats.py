@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -148,6 +149,31 @@ def test_unknown_min_max_cases() -> None:
     # ORC has column statistics for it: null count only
     assert column_stats(nested, arr_t, "full", "orc") == ColStats(None, None, 1)
     assert column_stats(pa.array([b"x"]), T.bytes_(), "full", "orc") == ColStats(None, None, 0)
+
+
+@pytest.mark.parametrize("values", [
+    [1.5, -2.25, 3.0], [0.0, 1.0], [-0.0, 0.0, 2.5], [-1.0, -0.0], [float("inf"), 1.0],
+    [float("-inf"), 7.0], [2.0, float("nan")], [5e-324, -5e-324], [4.0],
+])
+@pytest.mark.parametrize("arrow_type,dtype", [(pa.float64(), T.double()),
+                                               (pa.float32(), T.float_())])
+def test_float_min_max_as_java_reads_them(values, arrow_type, dtype) -> None:
+    # whole columns (numpy's min and max), chunked and nullable ones (Arrow's): the same
+    # stats; none with a NaN; a zero bound is -0.0 as a min and +0.0 as a max, whatever the
+    # zeros' signs (parquet-java's statistics, which Java Paimon reads, widen them so)
+    col = pa.array(values, arrow_type)
+    stored = np.array(values, dtype=arrow_type.to_pandas_dtype())  # float32: rounded
+    if np.isnan(stored).any():
+        want = ColStats(None, None, 0)
+    else:
+        lo, hi = float(stored.min()), float(stored.max())
+        want = ColStats(-0.0 if lo == 0 else lo, 0.0 if hi == 0 else hi, 0)
+    for given in (col, pa.chunked_array([col[:1], col[1:]])):
+        got = column_stats(given, dtype, "full")
+        assert got == want
+        assert [str(got.min), str(got.max)] == [str(want.min), str(want.max)]  # zeros' signs
+    with_null = pa.array([*values, None], arrow_type)
+    assert column_stats(with_null, dtype, "full") == ColStats(want.min, want.max, 1)
 
 
 def test_collect_stats_all_mode_serialization() -> None:

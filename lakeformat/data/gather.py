@@ -136,7 +136,7 @@ def _take_views(col: pa.ChunkedArray, views: pa.Array | None, order: np.ndarray,
         return col.take(pa.array(order) if indices is None else indices)
     validity, slots, *data = views.buffers()
     first, n = views.offset, len(views)
-    gathered = np.frombuffer(slots, dtype=_SLOT)[first:first + n][order]
+    gathered = np.take(np.frombuffer(slots, dtype=_SLOT)[first:first + n], order)
     bitmap = None
     if views.null_count:
         valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8),

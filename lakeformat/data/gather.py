@@ -103,24 +103,28 @@ def take_rows(table: pa.Table, order: np.ndarray, within: np.ndarray | None = No
     composed = order if within is None else within[order]
     indices = pa.array(composed)
     first = None if within is None else pa.array(within)
-    columns = dict.fromkeys(table.column_names)
-    shared = []
-    for name, col in zip(table.column_names, table.columns, strict=True):
+    names = table.column_names
+    if views is not None and len(set(names)) != len(names):
+        views = None  # views are found by name
+    columns: list[pa.Array | pa.ChunkedArray | None] = [None] * table.num_columns
+    shared: dict[str, int] = {}
+    for i, col in enumerate(table.columns):
         if _view_type(col.type) is None or len(order) < MIN_VIEW_ROWS:
-            columns[name] = col.take(indices)
-        elif views is not None and name in views:
+            columns[i] = col.take(indices)
+        elif views is not None and names[i] in views:
             if len(col) != views.num_rows:
-                raise ValueError(f"views of column {name!r} are of another table")
-            shared.append(name)
+                raise ValueError(f"views of column {names[i]!r} are of another table")
+            shared[names[i]] = i
         elif first is None:
-            columns[name] = _take_views(col, _as_views(col), order, indices)
+            columns[i] = _take_views(col, _as_views(col), order, indices)
         else:
             unit = col.take(first)
-            columns[name] = _take_views(unit, _as_views(unit), order, None)
+            columns[i] = _take_views(unit, _as_views(unit), order, None)
     if views is not None:
-        for name, made in views.each(shared):
-            columns[name] = _take_views(table[name], made, composed, indices)
-    return pa.Table.from_arrays(list(columns.values()), schema=table.schema)
+        for name, made in views.each(list(shared)):
+            i = shared[name]
+            columns[i] = _take_views(table.column(i), made, composed, indices)
+    return pa.Table.from_arrays(columns, schema=table.schema)
 
 
 def _check_positions(positions: np.ndarray, rows: int) -> None:

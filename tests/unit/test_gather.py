@@ -100,6 +100,10 @@ def test_shared_views_give_the_same_rows_on_several_threads(n: int) -> None:
     within, order = cases[0]
     assert take_rows(part, order, within, views).equals(
         part.take(pa.array(within)).take(pa.array(order)))
+    # two columns of one name: views are found by name, so neither takes them
+    twice = pa.Table.from_arrays([table["s"], table["s_full"]], names=["s", "s"])
+    assert take_rows(twice, order, within, views).equals(
+        twice.take(pa.array(within)).take(pa.array(order)))
 
 
 def test_views_of_another_table_are_refused() -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from lakeformat.data.kv_file import verify_data_file
+from lakeformat.data.kv_read import verify_data_file
 from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
 from lakeformat.merge import merge_engine
 from lakeformat.meta.binary_row import from_avro_bytes

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from lakeformat.data.kv_file import iter_kv_file, read_kv_file
+from lakeformat.data.kv_read import iter_kv_file, read_kv_file
 from lakeformat.errors import CorruptFileError
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.schema.checked_casts import ValueCastError

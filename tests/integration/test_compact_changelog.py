@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
-from lakeformat.data.kv_file import read_kv_file
+from lakeformat.data.kv_read import read_kv_file
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.scan import FileStoreScan
 

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lakeformat as lf
-from lakeformat.data.kv_file import read_kv_file
+from lakeformat.data.kv_read import read_kv_file
 from lakeformat.errors import LakeformatError
 from lakeformat.operation.write_job import write_table
 from lakeformat.schema.table_schema import VALUE_KIND

@@ -106,7 +106,7 @@ def test_row_count_is_checked_when_the_size_agrees(local_catalog):
     count is off here, the file itself intact)."""
     import dataclasses
 
-    from lakeformat.data.kv_file import read_kv_file, verify_data_file
+    from lakeformat.data.kv_read import read_kv_file, verify_data_file
     from lakeformat.operation.scan import FileStoreScan
 
     t = make(local_catalog, "rows", writes=1)

@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import lakeformat as lf
-from lakeformat.data.kv_file import read_kv_file
+from lakeformat.data.kv_read import read_kv_file
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.index_manifest import IndexManifestFile
 from lakeformat.operation.paths import PathFactory

@@ -18,7 +18,8 @@ import pytest
 
 from lakeformat.clock import local_millis_now
 from lakeformat.data.formats import parquet_delta_columns
-from lakeformat.data.kv_file import KeyValueFileWriter, read_kv_file, retract_count
+from lakeformat.data.kv_file import KeyValueFileWriter, retract_count
+from lakeformat.data.kv_read import read_kv_file
 from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
 from lakeformat.errors import (
     CorruptFileError,

@@ -26,7 +26,10 @@ across batches. The Arrow tables are built once and fed to every peer:
   _SEQUENCE_NUMBER), `group_by("id", maintain_order=True).agg(col.last())`, `collect()`.
   Neither orders the merged rows (lakeformat's are ordered within a bucket only). Written
   files are checked (row count, sorted by id) and merged rows compared with the model;
-* the floor: pyarrow writing the batches as plain zstd Parquet files and reading them back.
+* the floor: pyarrow writing the batches as plain zstd Parquet files and reading them back;
+* the encode floor (`_encode_floor.py`): pyarrow encoding the rows of the data files
+  lakeformat wrote in the same round (decoded before the clock) into as many files, with
+  lakeformat's encodings, one thread per core: the part of an ingest that is the encoder's.
 
 Every peer runs `--repeat` times (default 3), each time into a fresh warehouse, and keeps its
 best write and best read: the machine may be shared. lakeformat, DuckDB, Polars and the floor
@@ -70,6 +73,7 @@ if str(REPO) not in sys.path:  # run as `python bench/write_read.py` from a chec
 import lakeformat as lf  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _encode_floor import encode, file_rows  # noqa: E402
 from _peers import (  # noqa: E402
     ZSTD_LEVEL,
     duckdb_copy_sql,
@@ -267,6 +271,26 @@ class ParquetFloor:
         self.res.check = ("OK (row count; no merge)" if back.num_rows == self.res.rows_written
                           else f"MISMATCH: {back.num_rows:,} rows read back")
         shutil.rmtree(folder, ignore_errors=True)
+
+
+class EncodeFloor:
+    """The encode floor (`_encode_floor`): lakeformat's data files of a round re-encoded."""
+
+    def __init__(self, tables: Sequence[pa.Table], base: Path):
+        self.base = base
+        self.res = PeerResult(f"pyarrow {pa.__version__} encode floor", tables[0].num_rows,
+                              sum(t.num_rows for t in tables))
+
+    def round(self, i: int, data_files: Sequence[str]) -> None:
+        files = file_rows(data_files)
+        rows = sum(t.num_rows for t, _ in files)
+        write_s = encode(files, self.base / f"encode-{i}")
+        self.res.write_s = write_s if self.res.write_s is None else min(self.res.write_s,
+                                                                        write_s)
+        say(f"  encode floor run {i + 1}: {len(files)} files, {rows:,} rows in {write_s:.2f}s")
+        self.res.check = ("OK (lakeformat's files; no sort, no merge)"
+                          if rows == self.res.rows_written else
+                          f"MISMATCH: {rows:,} rows in lakeformat's files")
 
 
 def check_sorted_files(paths: Sequence[Path], tables: Sequence[pa.Table]) -> str:
@@ -520,7 +544,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def print_table(results: list[PeerResult], ours: PeerResult,
-                engine_peers: Sequence[PeerResult] = ()) -> None:
+                engine_peers: Sequence[PeerResult] = (),
+                encode_floor: PeerResult | None = None) -> None:
     """The summary: one row per peer, lakeformat's ratios, notes and targets."""
     header = ("peer", "rows/commit", "write rows/s", "read input rows/s",
               "lf/peer write", "lf/peer read", "check")
@@ -554,6 +579,9 @@ def print_table(results: list[PeerResult], ours: PeerResult,
         f"{fmt_rate(ours.write_rate):>10}  {'PASS' if w_ok else 'MISS'}")
     say(f"  merge-on-read >= {TARGET_READ:>9,} input rows/s  measured "
         f"{fmt_rate(ours.read_rate):>10}  {'PASS' if r_ok else 'MISS'}")
+    if encode_floor is not None and encode_floor.write_s and ours.write_s:
+        say(f"  {'ingest time / the encode floor (no target)':<72}measured "
+            f"{ours.write_s / encode_floor.write_s:5.2f}x")
     ran = [r for r in engine_peers if not r.error and r.check == "OK"]
     say("  against DuckDB and Polars (same run; a peer that did not run or whose rows "
         "mismatch is left out):")
@@ -597,8 +625,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         engines = [EnginePeer(peer, tables, base, model) for peer in ("duckdb", "polars")
                    if not getattr(args, f"skip_{peer}")]
         floor = ParquetFloor(tables, base)
+        encode_floor = EncodeFloor(tables, base)
         say("running lakeformat, " + ", ".join(e.res.name for e in engines)
-            + f" and the pyarrow floor in turn, {args.repeat} rounds (DuckDB and Polars merge "
+            + f" and the pyarrow floors in turn, {args.repeat} rounds (DuckDB and Polars merge "
             "the data files lakeformat wrote in the same round) ...")
         for i in range(args.repeat):
             ours_peer.round(i)
@@ -606,6 +635,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for engine in engines:
                 engine.round(i, data_files)
             floor.round(i)
+            encode_floor.round(i, data_files)
         for engine in engines:
             engine.close()
         ours, lf_warehouse = ours_peer.res, ours_peer.warehouse
@@ -620,8 +650,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rust_python = args.pypaimon_rust_python or args.pypaimon_python
                 results.append(pypaimon_peer(rust_python, "rust", args.pypaimon_rust_rows,
                                              args, tables, model, base))
-        results += engine_peers + [floor.res]
-        print_table(results, ours, engine_peers)
+        results += engine_peers + [floor.res, encode_floor.res]
+        print_table(results, ours, engine_peers, encode_floor.res)
         if args.profile:
             profile_lakeformat(tables, args.bucket, lf_warehouse, base, args.profile_top,
                                args.profile_out)

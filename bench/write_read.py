@@ -27,7 +27,7 @@ across batches. The Arrow tables are built once and fed to every peer:
   Neither orders the merged rows (lakeformat's are ordered within a bucket only). Written
   files are checked (row count, sorted by id) and merged rows compared with the model;
 * the floor: pyarrow writing the batches as plain zstd Parquet files and reading them back;
-* the encode floor (`_encode_floor.py`): pyarrow encoding the rows of the data files
+* the encode floor (`_write_peers.py`): pyarrow encoding the rows of the data files
   lakeformat wrote in the same round (decoded before the clock) into as many files, with
   lakeformat's encodings, one thread per core: the part of an ingest that is the encoder's.
 
@@ -57,7 +57,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +72,6 @@ if str(REPO) not in sys.path:  # run as `python bench/write_read.py` from a chec
 import lakeformat as lf  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _encode_floor import encode, file_rows  # noqa: E402
 from _peers import (  # noqa: E402
     ZSTD_LEVEL,
     duckdb_copy_sql,
@@ -83,6 +81,15 @@ from _peers import (  # noqa: E402
     import_peer,
     polars_label,
     polars_merge,
+)
+from _write_peers import (  # noqa: E402
+    EncodeFloor,
+    ParquetFloor,
+    PeerResult,
+    fmt_rate,
+    fmt_ratio,
+    keep_best,
+    say,
 )
 
 SIDE_SCRIPT = Path(__file__).resolve().parent / "_pypaimon_side.py"
@@ -165,50 +172,7 @@ def check_rows(result: pa.Table, model: pa.Table) -> str:
     return "OK"
 
 
-# -- results ---------------------------------------------------------------------------------
-@dataclass
-class PeerResult:
-    """Timings of one peer; rates are computed from them."""
-
-    name: str
-    rows_per_commit: int = 0
-    rows_written: int = 0
-    write_s: float | None = None
-    read_s: float | None = None
-    check: str = ""
-    notes: list[str] = field(default_factory=list)
-    error: str | None = None
-
-    @property
-    def write_rate(self) -> float | None:
-        return self.rows_written / self.write_s if self.write_s else None
-
-    @property
-    def read_rate(self) -> float | None:
-        return self.rows_written / self.read_s if self.read_s else None
-
-
-def fmt_rate(rate: float | None) -> str:
-    return "-" if rate is None else f"{rate:,.0f}"
-
-
-def fmt_ratio(ours: float | None, theirs: float | None) -> str:
-    if not ours or not theirs:
-        return "-"
-    r = ours / theirs
-    return f"{r:,.1f}x" if r >= 10 else f"{r:.2f}x"
-
-
-def say(msg: str) -> None:
-    print(msg, flush=True)
-
-
 # -- peers -----------------------------------------------------------------------------------
-def _keep_best(res: PeerResult, write_s: float, read_s: float) -> None:
-    res.write_s = write_s if res.write_s is None else min(res.write_s, write_s)
-    res.read_s = read_s if res.read_s is None else min(res.read_s, read_s)
-
-
 class LakeformatPeer:
     """lakeformat: one round = a fresh warehouse, the batches written, then merge-on-read;
     the last round's warehouse is kept (the engine peers merge its data files)."""
@@ -236,7 +200,7 @@ class LakeformatPeer:
         start = time.perf_counter()
         result = table.read()
         read_s = time.perf_counter() - start
-        _keep_best(self.res, sum(per_commit), read_s)
+        keep_best(self.res, sum(per_commit), read_s)
         say(f"  lakeformat run {i + 1}: commits "
             + " ".join(f"{s:.2f}s" for s in per_commit)
             + f" = {sum(per_commit):.2f}s; read {read_s:.2f}s ({result.num_rows:,} rows)")
@@ -245,52 +209,6 @@ class LakeformatPeer:
 
     def data_files(self) -> list[str]:
         return [f["path"] for f in lf.Catalog(str(self.warehouse)).get_table("bench.t").files()]
-
-
-class ParquetFloor:
-    """pyarrow alone: each batch as one zstd Parquet file, then all files read back."""
-
-    def __init__(self, tables: Sequence[pa.Table], base: Path):
-        self.tables, self.base = tables, base
-        self.res = PeerResult(f"pyarrow {pa.__version__} parquet zstd (floor)",
-                              tables[0].num_rows, sum(t.num_rows for t in tables))
-
-    def round(self, i: int) -> None:
-        folder = self.base / f"parquet-{i}"
-        folder.mkdir(parents=True)
-        paths = [folder / f"commit-{j}.parquet" for j in range(len(self.tables))]
-        start = time.perf_counter()
-        for path, batch in zip(paths, self.tables, strict=True):
-            pq.write_table(batch, path, compression="zstd")
-        write_s = time.perf_counter() - start
-        start = time.perf_counter()
-        back = pa.concat_tables([pq.read_table(p) for p in paths])
-        read_s = time.perf_counter() - start
-        _keep_best(self.res, write_s, read_s)
-        say(f"  parquet run {i + 1}: write {write_s:.2f}s, read {read_s:.2f}s")
-        self.res.check = ("OK (row count; no merge)" if back.num_rows == self.res.rows_written
-                          else f"MISMATCH: {back.num_rows:,} rows read back")
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-class EncodeFloor:
-    """The encode floor (`_encode_floor`): lakeformat's data files of a round re-encoded."""
-
-    def __init__(self, tables: Sequence[pa.Table], base: Path):
-        self.base = base
-        self.res = PeerResult(f"pyarrow {pa.__version__} encode floor", tables[0].num_rows,
-                              sum(t.num_rows for t in tables))
-
-    def round(self, i: int, data_files: Sequence[str]) -> None:
-        files = file_rows(data_files)
-        rows = sum(t.num_rows for t, _ in files)
-        write_s = encode(files, self.base / f"encode-{i}")
-        self.res.write_s = write_s if self.res.write_s is None else min(self.res.write_s,
-                                                                        write_s)
-        say(f"  encode floor run {i + 1}: {len(files)} files, {rows:,} rows in {write_s:.2f}s")
-        self.res.check = ("OK (lakeformat's files; no sort, no merge)"
-                          if rows == self.res.rows_written else
-                          f"MISMATCH: {rows:,} rows in lakeformat's files")
 
 
 def check_sorted_files(paths: Sequence[Path], tables: Sequence[pa.Table]) -> str:
@@ -359,7 +277,7 @@ class EnginePeer:
             read_s = time.perf_counter() - start
             merged = frame.to_arrow()
             del frame
-        _keep_best(self.res, write_s, read_s)
+        keep_best(self.res, write_s, read_s)
         say(f"  {self.res.name} run {i + 1}: write {write_s:.2f}s, merge {read_s:.2f}s "
             f"({merged.num_rows:,} rows)")
         self.checks.append(f"write {check_sorted_files(paths, self.tables)}, "

@@ -21,8 +21,8 @@ from lakeformat import clock
 from lakeformat.data.kv_file import (
     MIN_CHUNK_ROWS,
     OVERSHOOT,
-    RETRACT_KINDS,
     KeyValueFileWriter,
+    retract_count,
 )
 from lakeformat.data.stats import (
     ColStats,
@@ -156,9 +156,7 @@ class RollingKeyValueFileWriter(KeyValueFileWriter):
         lo, hi = seq["min"].as_py(), seq["max"].as_py()
         f.min_seq = lo if f.min_seq is None else min(f.min_seq, lo)
         f.max_seq = hi if f.max_seq is None else max(f.max_seq, hi)
-        kind = part.column(VALUE_KIND)
-        f.deletes += int(pc.sum(pc.is_in(kind, value_set=pa.array(RETRACT_KINDS, kind.type)))
-                         .as_py() or 0)
+        f.deletes += retract_count(part.column(VALUE_KIND))
         keys = [part.column(k) for k in self._key_names]
         if f.min_key is None:
             f.min_key = [c[0].as_py() for c in keys]

@@ -5,10 +5,10 @@
 * the encode floor (`EncodeFloor`): what pyarrow alone needs to write the bytes of an
   ingest's files. The rows of every data file lakeformat wrote in a round (its `_KEY_` and
   system columns included, already split by bucket and in key order) are decoded before the
-  clock starts; timed is only their encoding into as many zstd Parquet files, with the
-  encodings lakeformat's writer picks (`parquet_encodings`: a dictionary only where values
-  repeat, never for the key, sequence and row-kind columns; delta for integers of close
-  neighbours), on one thread per core like lakeformat's writer. Nothing is hashed, sorted,
+  clock starts; timed is only their encoding into as many zstd Parquet files, each with the
+  encodings lakeformat's writer chose for it (read off its footer: which columns have a
+  dictionary, which are DELTA_BINARY_PACKED), on one thread per core like lakeformat's
+  writer. Nothing is hashed, sorted,
   gathered, fsynced or committed: lakeformat / this floor is the price of everything but
   the encoder.
 """
@@ -27,14 +27,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from _peers import ZSTD_LEVEL
 
-from lakeformat.data.formats import (
-    DICTIONARY_PAGE_LIMIT,
-    WRITE_BATCH_ROWS,
-    parquet_encodings,
-)
+from lakeformat.data.formats import DICTIONARY_PAGE_LIMIT, WRITE_BATCH_ROWS
 
-#: columns lakeformat never dictionary-encodes (unique per file, or four row kinds)
-_NO_DICTIONARY = {"_SEQUENCE_NUMBER", "_VALUE_KIND"}
+_DICTIONARY_ENCODINGS = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
 
 
 @dataclass
@@ -74,9 +69,10 @@ def say(msg: str) -> None:
     print(msg, flush=True)
 
 
-def keep_best(res: PeerResult, write_s: float, read_s: float) -> None:
+def keep_best(res: PeerResult, write_s: float, read_s: float | None = None) -> None:
     res.write_s = write_s if res.write_s is None else min(res.write_s, write_s)
-    res.read_s = read_s if res.read_s is None else min(res.read_s, read_s)
+    if read_s is not None:
+        res.read_s = read_s if res.read_s is None else min(res.read_s, read_s)
 
 
 class ParquetFloor:
@@ -117,8 +113,7 @@ class EncodeFloor:
         files = file_rows(data_files)
         rows = sum(t.num_rows for t, _ in files)
         write_s = encode(files, self.base / f"encode-{i}")
-        self.res.write_s = write_s if self.res.write_s is None else min(self.res.write_s,
-                                                                        write_s)
+        keep_best(self.res, write_s)
         say(f"  encode floor run {i + 1}: {len(files)} files, {rows:,} rows in {write_s:.2f}s")
         self.res.check = ("OK (lakeformat's files; no sort, no merge)"
                           if rows == self.res.rows_written else
@@ -126,18 +121,19 @@ class EncodeFloor:
 
 
 def file_rows(paths: Sequence[str]) -> list[tuple[pa.Table, dict]]:
-    """Each data file's rows and the encodings lakeformat's writer picks for them
-    (untimed)."""
+    """Each data file's rows and the encodings lakeformat's writer chose for it, read off
+    its footer (untimed)."""
     out = []
     for path in paths:
-        rows = pq.read_table(path)
-        keys = [c for c in rows.column_names if c.startswith("_KEY_")]
-        plain = _NO_DICTIONARY | set(keys)
-        if len(keys) == 1:  # a single key column: its value column is unique too
-            plain.add(keys[0][len("_KEY_"):])
-        choice = parquet_encodings(rows, [c for c in rows.column_names if c not in plain],
-                                   [c for c in rows.column_names if c != "_VALUE_KIND"])
-        out.append((rows.replace_schema_metadata(None), choice))
+        pf = pq.ParquetFile(path)
+        group = pf.metadata.row_group(0)
+        chunks = [group.column(i) for i in range(group.num_columns)]
+        choice = {
+            "use_dictionary": [c.path_in_schema for c in chunks
+                               if _DICTIONARY_ENCODINGS & set(c.encodings)],
+            "column_encoding": {c.path_in_schema: "DELTA_BINARY_PACKED" for c in chunks
+                                if "DELTA_BINARY_PACKED" in c.encodings}}
+        out.append((pf.read().replace_schema_metadata(None), choice))
     return out
 
 

@@ -23,7 +23,7 @@ import json
 import time
 
 from lakeformat import clock
-from lakeformat.errors import CorruptFileError
+from lakeformat.errors import CorruptLeaseError
 from lakeformat.lock.base import (
     KeptLease,
     Lease,
@@ -53,7 +53,7 @@ def _parse(path: str, data: bytes) -> LockHolder:
                           host=str(body.get("host", "")), pid=int(body.get("pid", 0)),
                           since_ms=int(body["since_ms"]), expires_ms=int(body["expires_ms"]))
     except (ValueError, KeyError, TypeError) as e:
-        raise CorruptFileError(
+        raise CorruptLeaseError(
             f"lease object {path} is not a lakeformat lease ({e.__class__.__name__}: {e}); "
             "nothing was done to the table. If no lakeformat job is running on this table, "
             "delete the object to free the lock.") from None

@@ -283,6 +283,33 @@ def test_bad_lock_input_is_refused_and_leaves_the_table_alone(tmp_path):
     assert lease.read_bytes() == b"\x00 not json"  # left for a person to look at
 
 
+def test_a_garbage_commit_lease_fails_writes_at_once_and_leaves_no_file(where):
+    """An unreadable commit lease is not a commit that "may still land": every publish is
+    refused before it is sent, so the job fails at once and removes what it wrote."""
+    wh, base = where
+    t = make_table(wh, {**base, "lock.enabled": "true"}, commits=2)
+    assert t.locks.commit is not None
+    where_lease = t.locks.commit.location
+    t.file_io.write_bytes(where_lease, b"{not a lease")
+    files = {f.path for f in t.file_io.list_recursive(t.path)}
+    verbs = {"write": lambda: t.write(pa.table({"id": [7, 8], "v": [7, 8]})),
+             "compact": lambda: t.compact(full=True),
+             "alter": lambda: t.alter(lf.SchemaChange.set_option("snapshot.num-retained.min",
+                                                                "3"))}
+    for verb, call in verbs.items():
+        started = time.monotonic()
+        with pytest.raises(lf.CorruptFileError) as err:
+            call()
+        took = time.monotonic() - started
+        assert took < 2, f"{verb} took {took:.1f} s to fail"
+        assert where_lease in str(err.value) and "delete the object" in str(err.value), verb
+        assert not isinstance(err.value, lf.RETRYABLE_ERRORS), verb
+        t.refresh()
+        assert {f.path for f in t.file_io.list_recursive(t.path)} == files, verb
+        assert [s.id for s in t.snapshots()] == [1, 2], verb
+    assert t.file_io.read_bytes(where_lease) == b"{not a lease"  # left for a person to see
+
+
 def test_guard_does_not_travel_to_tasks(tmp_path):
     t = make_table(str(tmp_path / "wh"), {"lock.enabled": "true"}, commits=1)
     plain = pickle.loads(pickle.dumps(t.file_io))

@@ -78,6 +78,17 @@ class LakeformatDataSource(DataSource):
         return LakeformatWriter(self.options, schema, overwrite)
 
 
+#: the runtime SQL setting without which Spark refuses a Python reader that has `pushFilters`
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
 def register(spark: Any) -> None:
-    """Register the `lakeformat` format on a session (classic or Spark Connect)."""
+    """Register the `lakeformat` format on a session (classic or Spark Connect), and turn on
+    filter pushdown into Python data sources for that session: the reader implements
+    `pushFilters`, and Spark (off by default) refuses such a reader in a session without it,
+    so a user's own `SparkSession.builder...getOrCreate()` could not read a table otherwise.
+    It is a runtime SQL setting, so setting it on a running session (or through Connect)
+    takes effect at once."""
     spark.dataSource.register(LakeformatDataSource)
+    if str(spark.conf.get(PUSHDOWN_CONF, "false")).lower() != "true":
+        spark.conf.set(PUSHDOWN_CONF, "true")

@@ -26,6 +26,9 @@ _DURATION_UNITS = {
     "h": 3600, "hour": 3600, "hours": 3600,
     "d": 86400, "day": 86400, "days": 86400,
 }
+#: the longest duration a `timedelta` holds, and the largest size a signed 64-bit count holds
+_MAX_DURATION_S = timedelta.max.days * 86400
+_MAX_SIZE = float(1 << 63)
 _NUM_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Zµ]*)\s*$")
 
 
@@ -35,7 +38,11 @@ def parse_memory_size(text: str, key: str = "size") -> int:
     if not m or m.group(2).lower() not in _SIZE_UNITS:
         raise InvalidOptionError(f"option {key!r}: cannot parse memory size "
                                  f"{shown_value(key, text)}")
-    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+    size = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    if not size < _MAX_SIZE:  # also inf: a number of hundreds of digits
+        raise InvalidOptionError(f"option {key!r}: memory size {shown_value(key, text)} is "
+                                 "too large (at most 8388608 tb)")
+    return int(size)
 
 
 def parse_duration(text: str, key: str = "duration") -> timedelta:
@@ -44,7 +51,11 @@ def parse_duration(text: str, key: str = "duration") -> timedelta:
     if not m or m.group(2).lower() not in _DURATION_UNITS:
         raise InvalidOptionError(f"option {key!r}: cannot parse duration "
                                  f"{shown_value(key, text)}")
-    return timedelta(seconds=float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
+    seconds = float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
+    if not seconds <= _MAX_DURATION_S:  # Python's timedelta would overflow (also inf)
+        raise InvalidOptionError(f"option {key!r}: duration {shown_value(key, text)} is too "
+                                 f"long (at most {timedelta.max.days} days)")
+    return timedelta(seconds=seconds)
 
 
 def parse_bool(options: Mapping[str, str], key: str, default: bool = False) -> bool:

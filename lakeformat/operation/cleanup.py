@@ -25,7 +25,11 @@ def cutoff_millis(older_than: OlderThan, default: dt.timedelta, now_ms: int | No
     if older_than is None:
         return now - int(default.total_seconds() * 1000)
     if isinstance(older_than, dt.datetime):
-        return int(older_than.timestamp() * 1000)
+        try:
+            return int(older_than.timestamp() * 1000)
+        except (ValueError, OverflowError, OSError) as e:  # year 1 in a zone east of UTC...
+            raise InvalidOptionError(f"older_than {older_than!r} cannot be used as an instant "
+                                     f"({e}); pass a later date-time") from None
     if isinstance(older_than, dt.timedelta):
         return now - int(older_than.total_seconds() * 1000)
     if isinstance(older_than, str):

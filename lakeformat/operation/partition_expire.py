@@ -207,7 +207,11 @@ def _cutoff(expiration_time: OlderThan, options: dict[str, str]) -> dt.datetime:
     else:
         raise InvalidOptionError(f"expiration_time must be a datetime, timedelta or duration "
                                  f"text, got {expiration_time!r}")
-    return clock.local_now() - age
+    try:
+        return clock.local_now() - age
+    except OverflowError:  # an age reaching back before year 1
+        raise InvalidOptionError(f"expiration_time {expiration_time!r} reaches back before the "
+                                 "year 1; pass a shorter age") from None
 
 
 def _value_text(value: Any, data_type: Any) -> str | None:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -13,10 +11,10 @@ from lakeformat.errors import (
     DatabaseAlreadyExistsError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
-    InvalidIdentifierError,
     TableAlreadyExistsError,
     TableNotFoundError,
 )
+from lakeformat.identifier import Identifier, check_name
 from lakeformat.lock.base import TableLock
 from lakeformat.lock.lease import LeaseLock, lease_path
 from lakeformat.lock.table_locks import TableLocks
@@ -31,18 +29,6 @@ from lakeformat.schema.types import DataField, assign_field_ids, from_arrow
 from lakeformat.storage import FileIO, get_file_io
 from lakeformat.table import Table
 
-_BAD = re.compile(r"[\x00-\x1f\x7f/\\]")
-
-
-def check_name(kind: str, name: str) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidIdentifierError(f"{kind} name must be a non-empty string, got {name!r}")
-    if _BAD.search(name) or ".." in name or name in (".",) or name != name.strip():
-        raise InvalidIdentifierError(
-            f"invalid {kind} name {name!r}: no '/', '\\', '..', control characters or "
-            "surrounding spaces")
-    return name
-
 
 def _holding(what: str, names: Callable[[], list[str]], most: int = 10) -> str:
     """' (the databases are a, b)' for an error message; '' when the listing fails, so a
@@ -55,37 +41,6 @@ def _holding(what: str, names: Callable[[], list[str]], most: int = 10) -> str:
         return f" (there are no {what})"
     more = f" and {len(found) - most} more" if len(found) > most else ""
     return f" (the {what} are {', '.join(found[:most])}{more})"
-
-
-@dataclass(frozen=True)
-class Identifier:
-    """`database.table`; both names are checked on construction, so an Identifier built by
-    hand passes the same checks as a parsed string before any path is made from it."""
-
-    database: str
-    table: str
-
-    def __post_init__(self) -> None:
-        self.check()
-
-    def check(self) -> Identifier:
-        """Raise `InvalidIdentifierError` unless both names are safe to use in a path."""
-        check_name("database", self.database)
-        check_name("table", self.table)
-        return self
-
-    @staticmethod
-    def parse(identifier: str | Identifier) -> Identifier:
-        if isinstance(identifier, Identifier):
-            return identifier.check()  # again: a frozen dataclass can still be altered
-        parts = str(identifier).split(".")
-        if len(parts) != 2:
-            raise InvalidIdentifierError(
-                f"table identifier {identifier!r} must be 'database.table'")
-        return Identifier(parts[0], parts[1])
-
-    def __str__(self) -> str:
-        return f"{self.database}.{self.table}"
 
 
 class Catalog:

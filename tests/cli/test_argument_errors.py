@@ -18,3 +18,18 @@ def test_an_age_beyond_the_calendar_is_one_line_naming_it(tmp_path):
     for run in (expire, schemas, orphans):
         assert_one_line_error(run, 2, "'older_than'", "'99999999999 d'", "too long")
     assert lakeformat(*base, "snapshots", "db.t", "--json").ok().json() == []
+
+
+def test_a_name_too_long_for_the_file_system_is_one_line_naming_it(tmp_path):
+    wh = str(tmp_path / "wh")
+    make_orders(wh)
+    base = ["--warehouse", wh]
+    long = "t" * 300
+    describe, create, snapshots, database = run_all(
+        [*base, "describe", f"db.{long}"],
+        [*base, "create-table", f"db.{long}", "--columns", "id BIGINT"],
+        [*base, "snapshots", f"db.{long}"], [*base, "create-database", "d" * 300])
+    for run in (describe, create, snapshots):
+        assert_one_line_error(run, 2, "invalid table name", "300 bytes", "at most 255")
+    assert_one_line_error(database, 2, "invalid database name", "at most 252")
+    assert lakeformat(*base, "list-tables", "db", "--json").ok().json() == ["t"]

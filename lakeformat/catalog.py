@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -13,6 +14,7 @@ from lakeformat.errors import (
     DatabaseNotFoundError,
     TableAlreadyExistsError,
     TableNotFoundError,
+    shown_value,
 )
 from lakeformat.identifier import Identifier, check_name
 from lakeformat.lock.base import TableLock
@@ -24,10 +26,35 @@ from lakeformat.metastore.options import check_catalog_options
 from lakeformat.operation.merge_schema import validate_table_schema
 from lakeformat.schema.option_names import check_option_names
 from lakeformat.schema.schema_manager import SchemaManager
-from lakeformat.schema.table_schema import new_schema
+from lakeformat.schema.table_schema import TableSchema, new_schema
 from lakeformat.schema.types import DataField, assign_field_ids, from_arrow
 from lakeformat.storage import FileIO, get_file_io
 from lakeformat.table import Table
+
+#: how long the loser of a create race waits for the winner's catalog record (JDBC)
+_RECORD_WAIT_S = 10.0
+
+
+def schema_differences(theirs: TableSchema, ours: TableSchema) -> list[str]:
+    """What differs between two new tables' schemas — columns (names, types, nullability),
+    primary keys, partition keys, options — as "what: theirs vs ours" phrases."""
+    out = []
+
+    def columns(schema: TableSchema) -> str:
+        return ", ".join(f"{f.name} {f.type}" for f in schema.fields)
+
+    for what, a, b in (("columns", columns(theirs), columns(ours)),
+                       ("primary keys", list(theirs.primary_keys), list(ours.primary_keys)),
+                       ("partition keys", list(theirs.partition_keys),
+                        list(ours.partition_keys))):
+        if a != b:
+            out.append(f"{what} {a} vs {b}")
+    keys = sorted(set(theirs.options) | set(ours.options))
+    for key in keys:
+        a, b = theirs.options.get(key), ours.options.get(key)
+        if a != b:
+            out.append(f"option {key!r} {shown_value(key, a)} vs {shown_value(key, b)}")
+    return out
 
 
 def _holding(what: str, names: Callable[[], list[str]], most: int = 10) -> str:
@@ -212,9 +239,45 @@ class Catalog:
         validate_table_schema(table_schema)
         file_io = self.table_locks(ident).guarded(self.file_io)
         path = self.table_path(ident)
-        self.metastore.create_table(
-            ident.database, ident.table,
-            lambda: SchemaManager(file_io, path).create(table_schema))
+        try:
+            self.metastore.create_table(
+                ident.database, ident.table,
+                lambda: SchemaManager(file_io, path).create(table_schema))
+        except TableAlreadyExistsError:
+            if not exist_ok:
+                raise
+            return self._created_meanwhile(ident, table_schema)
+        return self.get_table(ident)
+
+    def _created_meanwhile(self, ident: Identifier, ours: TableSchema) -> Table:
+        """`create_table(exist_ok=True)` lost a race to another creator of the same table:
+        the winner's table when its schema is the one asked for, else a named error (the
+        caller's code and the table disagree). A JDBC catalog records the table just after
+        its files, so the winner's row is awaited briefly."""
+        path = self.table_path(ident)
+        try:
+            theirs = SchemaManager(self.file_io, path).schema(0)
+        except FileNotFoundError:  # the winner's row failed and it removed its files again
+            raise TableAlreadyExistsError(
+                f"table {ident} was being created by another job at the same time, which "
+                "gave up; run the call again") from None
+        differences = schema_differences(theirs, ours)
+        if differences:
+            raise TableAlreadyExistsError(
+                f"table {ident} was created at the same time by another job with a different "
+                f"schema ({'; '.join(differences)}; theirs first): create_table(exist_ok=True) "
+                "returns an existing table only when it matches; make both callers ask for "
+                "the same schema")
+        wait = 0.02
+        deadline = time.monotonic() + _RECORD_WAIT_S
+        while not self.metastore.table_exists(ident.database, ident.table):
+            if time.monotonic() > deadline:
+                raise TableAlreadyExistsError(
+                    f"table {ident}: its files were written by another job at the same time, "
+                    f"but the catalog has not recorded it within {_RECORD_WAIT_S:g} s; run the "
+                    "call again")
+            time.sleep(wait)
+            wait = min(wait * 2, 0.5)
         return self.get_table(ident)
 
     def drop_table(self, identifier: str | Identifier, ignore_missing: bool = False) -> None:

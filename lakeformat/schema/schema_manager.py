@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lakeformat.errors import CommitFailedError, InvalidArgumentError, TableNotFoundError
+from lakeformat.errors import (
+    CommitFailedError,
+    InvalidArgumentError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
 from lakeformat.layout import SCHEMA_PREFIX, TablePaths, numbered_id
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
@@ -78,9 +83,13 @@ class SchemaManager:
                                 f"{max_attempts} attempts; other writers kept changing the schema")
 
     def create(self, schema: TableSchema) -> TableSchema:
+        """Publish a new table's schema 0; `TableAlreadyExistsError` when another job published
+        one first (two creators racing: exactly one of them wins the write-if-absent)."""
         if schema.id != 0:
             raise InvalidArgumentError("a new table starts at schema 0")
         if not self.commit(schema):
-            raise FileExistsError(f"schema 0 already exists at {self.schema_path(0)}")
+            raise TableAlreadyExistsError(
+                f"{self.table_path} already holds a table: its schema 0 "
+                f"({self.schema_path(0)}) was written by another job")
         return schema
 

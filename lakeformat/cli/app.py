@@ -41,6 +41,7 @@ def commands() -> dict[str, Callable[[Context], None]]:
         **{name: commands.maintenance for name in commands.MAINTENANCE},
         "tag": commands.tag,
         "snapshots": inspect.snapshots,
+        "history": inspect.history,
         "schemas": inspect.schemas,
         "files": inspect.files,
         "compact": commands.compact,

@@ -1,4 +1,5 @@
-"""Commands that look at a table: snapshots, schemas, files (worst bucket first) and describe."""
+"""Commands that look at a table: snapshots, history, schemas, files (worst bucket first) and
+describe."""
 
 from __future__ import annotations
 
@@ -52,6 +53,35 @@ def snapshots(ctx: Context) -> None:
         [[s.id, s.commit_kind, s.schema_id, _count(s.total_record_count),
           _count(s.delta_record_count), iso_millis(s.time_millis), s.commit_user,
           _identifier(s.commit_identifier)] for s in snaps], right=[0, 2, 3, 4]))
+
+
+def history_json(entry: dict[str, Any]) -> dict[str, Any]:
+    """One entry of `Table.history()` with its `timestamp` as the CLI writes instants: `time`
+    (ISO UTC) and `time_millis`."""
+    out: dict[str, Any] = {}
+    for key, value in entry.items():
+        if key == "timestamp":
+            millis = None if value is None else int(value.timestamp() * 1000)
+            out["time"] = iso_millis(millis) if millis is not None else None
+            out["time_millis"] = millis
+        else:
+            out[key] = value
+    return out
+
+
+def history(ctx: Context) -> None:
+    """`Table.history()`: the commit log newest first, what each commit did and who made it."""
+    limit = ctx.args.limit
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}")
+    entries = [history_json(e) for e in ctx.table().history(limit)]
+    ctx.emit(entries, lambda: table_text(
+        ["VERSION", "TIME", "OPERATION", "KIND", "RECORDS", "DELTA", "SCHEMA", "COMMIT USER",
+         "IDENTIFIER"],
+        [[e["version"], e["time"] or "-", e.get("operation") or "-", e["commit_kind"],
+          _count(e["total_record_count"]), _count(e["delta_record_count"]), e["schema_id"],
+          e["commit_user"], _identifier(e["commit_identifier"])] for e in entries],
+        right=[0, 4, 5, 6]))
 
 
 def _count(n: int | None) -> str:

@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--commit-user", help="only the snapshots of this commit user ...")
     sp.add_argument("--commit-identifier", type=int, metavar="N",
                     help="... and identifier: did a commit land?")
+    sp = add("history", "the commit log, newest first: operation, kind, records, commit user "
+                        "(Table.history)")
+    sp.add_argument("--limit", type=int, metavar="N", help="only the N newest commits")
     add("schemas", "list schema versions")
     sp = add("files", "list live data files, worst bucket (most sorted runs) first, and a "
                       "per-bucket summary")

@@ -55,6 +55,31 @@ def test_json_before_or_after_the_command_is_the_same_envelope(wh):
         " 3  APPEND       0        6      1  2000-01-01T00:00:00.000Z  loader       batch\n")
 
 
+def test_history_mirrors_table_history(wh):
+    """`history` is `Table.history()`: newest first, `--limit`, a table and the JSON envelope
+    (its `timestamp` as `time` + `time_millis`, like every instant of the CLI)."""
+    full, limited, plain, bad = run_all(
+        ["--warehouse", wh, "history", "db.t", "--json"],
+        ["--warehouse", wh, "history", "db.t", "--limit", "2", "--json"],
+        ["--warehouse", wh, "history", "db.t"],
+        ["--warehouse", wh, "history", "db.t", "--limit", "0"])
+    entries = full.ok().json()
+    want = lf.Catalog(wh).get_table("db.t").history()
+    assert [e["version"] for e in entries] == [w["version"] for w in want] == [3, 2, 1]
+    for got, lib in zip(entries, want):
+        assert got["time_millis"] == int(lib["timestamp"].timestamp() * 1000)
+        assert got["time"].endswith("Z")
+        assert {k: v for k, v in got.items() if k not in ("time", "time_millis")} == {
+            k: v for k, v in lib.items() if k != "timestamp"}
+    assert [e["version"] for e in limited.ok().json()] == [3, 2]
+    rows = assert_table(plain.ok().out, ["VERSION", "TIME", "OPERATION", "KIND", "RECORDS",
+                                         "DELTA", "SCHEMA", "COMMIT USER", "IDENTIFIER"])
+    assert [(r[0], r[3], r[4], r[5], r[7], r[8]) for r in rows] == [
+        ("3", "APPEND", "6", "1", "loader", "batch"), ("2", "APPEND", "5", "2", "loader", "batch"),
+        ("1", "APPEND", "3", "3", "loader", "batch")]
+    assert_one_line_error(bad, 2, "--limit")
+
+
 def test_databases_tables_describe_schemas_tags(wh):
     dbs, dbs_j, tabs, tabs_j, desc, desc_j, sch, sch_j, tags, tags_j = run_all(
         ["--warehouse", wh, "list-databases"], ["--warehouse", wh, "--json", "list-databases"],

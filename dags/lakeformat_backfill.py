@@ -1,50 +1,63 @@
-"""On-call backfill: re-ingest a range of days into a table from a form.
+"""On-call backfill: ingest a range of days into a table from a form, in date order.
 
 Trigger it from the UI ("Trigger DAG w/ config") with:
 
 * `table` — `db.table`;
-* `source` — a path or glob with `{date}` for the day (`YYYY-MM-DD`), e.g.
-  `s3://lakeformat/landing/orders/dt={date}/*.parquet`;
-* `start` / `end` — the first and last day (inclusive);
+* `source` — a path or glob with `{date}` for the day (`YYYY-MM-DD`); default
+  `$LAKEFORMAT_LANDING/orders/dt={date}/*.parquet` (`$LAKEFORMAT_LANDING` defaults to
+  `s3://lakeformat/landing`);
+* `start` / `end` — the first and last day (inclusive; empty start: the day the run was
+  triggered, UTC; empty end: the first day);
 * `mode` — `append` (default: rows upsert by primary key, as the daily ingest wrote them) or
   `overwrite` (each day's partitions are replaced by that day's files: for a partitioned table
   whose partitions one source fills; refused for unpartitioned tables, where it would keep only
   the last day, and for partial-update tables, where one stream's files would wipe the other
   streams' columns);
-* `format` — parquet, csv, json (empty: from the file extension); `merge_schema`.
+* `format` — parquet, csv, json (empty: from the file extension); `merge_schema`;
+* `reingest` — ingest days that already landed again (the source was corrected).
 
-One mapped task per day, one day at a time in date order (a later day's row wins a key, as
-in the daily DAG). Each day commits once per backfill run: a retry of a day finds its commit
-and writes nothing; a new backfill run re-ingests. To re-run the daily ingest DAG itself for a
-range, `airflow backfill create --dag-id lakeformat_dual_stream --from-date ... --to-date ...`
-gives the same table (those commits are idempotent per logical date).
+**Order.** One task ingests the days one after another in date order, one commit per day, so
+a later day's row wins a key as in the daily DAG. The first day that fails stops the task: the
+days after it are not run. Fix that day's source and retry or clear the task: it skips the
+days that landed and resumes at the failed day. The task's return value lists every day with
+its status (`landed`, `skipped`) and snapshot.
+
+**Idempotent per (table, day).** The landed record is the table's snapshots: each day commits
+as user `airflow:lakeformat_backfill` with the day's UTC midnight (epoch ms) as identifier, so
+a new run of the same range skips the days any earlier backfill run landed and reports them as
+skipped. With `reingest` the run commits as `airflow:lakeformat_backfill:reingest:<run_id>`:
+every day of the range lands again, and a retry of that same run still lands each day once.
+On an append table (or an aggregating one) a re-ingest adds the day's rows a second time:
+there, correct a day with `mode` overwrite of its partitions.
+
+**Refused before anything is written:**
+
+* ingesting a day when a later day already landed, on a primary-key table without
+  `sequence.field` (its merge order is commit order: the earlier day would win every key).
+  Ways out: re-run the range from that day with `reingest` (the later days land again after
+  it), or set the table's `sequence.field`. Days the same run (re)ingests after it do not
+  count. Append tables have no merge order: no refusal.
+* a day missing from the retained snapshots when snapshots were expired, on an append or
+  aggregating table: whether it landed in an expired snapshot cannot be told, and ingesting it
+  again could double its rows. Check the table, then use `reingest`. On other primary-key
+  tables such a day is ingested (the same rows upsert the same values), and a later day whose
+  snapshot was expired cannot be seen by the order check.
+
+To re-run the daily ingest DAG itself for a range, `airflow backfill create --dag-id
+lakeformat_dual_stream --from-date ... --to-date ...` gives the same table (those commits are
+idempotent per logical date).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 
-from airflow.sdk import DAG, Param, task
+from airflow.sdk import DAG, Param
 
-from lakeformat_airflow.operators import LakeformatIngestOperator
+from lakeformat_airflow.operators.backfill import MAX_DAYS, LakeformatBackfillOperator
 
-MAX_DAYS = 366
-
-
-def _check_overwrite(name: str) -> None:
-    """Overwrite replaces whole partitions: refuse it where that loses rows (see above)."""
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from lakeformat_airflow.hooks import LakeformatHook
-
-    table = LakeformatHook().get_table(name)
-    if not table.partition_keys:
-        raise AirflowFailException(f"{name} is not partitioned: an overwrite per day would keep "
-                                   "only the last day; use mode append")
-    if table.options.get("merge-engine") == "partial-update":
-        raise AirflowFailException(f"{name} is a partial-update table: overwriting a day with "
-                                   "one source's files would wipe the columns other sources "
-                                   "wrote; use mode append (re-ingesting merges)")
+LANDING = os.environ.get("LAKEFORMAT_LANDING", "s3://lakeformat/landing").rstrip("/")
 
 with DAG(
     dag_id="lakeformat_backfill",
@@ -55,54 +68,26 @@ with DAG(
     default_args={"retries": 2, "retry_delay": dt.timedelta(seconds=30)},
     params={
         "table": Param("shop.orders_wide", type="string", title="Table (db.table)"),
-        "source": Param("s3://lakeformat/landing/orders/dt={date}/*.parquet", type="string",
+        "source": Param(f"{LANDING}/orders/dt={{date}}/*.parquet", type="string",
                         title="Source", description="path or glob; {date} is the day"),
         "start": Param(None, type=["null", "string"], format="date",
                        title="First day", description="YYYY-MM-DD; empty: today (UTC)"),
         "end": Param(None, type=["null", "string"], format="date",
-                     title="Last day", description="YYYY-MM-DD; empty: the first day"),
+                     title="Last day", description=f"YYYY-MM-DD; empty: the first day; at "
+                                                   f"most {MAX_DAYS} days"),
         "mode": Param("append", enum=["append", "overwrite"], title="Mode"),
         "format": Param("", enum=["", "parquet", "csv", "json"], title="Format"),
         "merge_schema": Param(False, type="boolean", title="Merge schema"),
+        "reingest": Param(False, type="boolean", title="Re-ingest landed days",
+                          description="ingest days that already landed again (the source "
+                                      "was corrected)"),
     },
     tags=["lakeformat", "on-call"],
     doc_md=__doc__,
 ):
-
-    @task
-    def days(params: dict | None = None) -> list[dict]:
-        """One set of ingest arguments per day of the range (a bad form fails at once)."""
-        from airflow.sdk.exceptions import AirflowFailException
-
-        try:
-            start = (dt.date.fromisoformat(str(params["start"])) if params["start"]
-                     else dt.datetime.now(dt.UTC).date())
-            end = dt.date.fromisoformat(str(params["end"])) if params["end"] else start
-        except ValueError as e:
-            raise AirflowFailException(f"start/end must be YYYY-MM-DD: {e}") from None
-        if end < start:
-            raise AirflowFailException(f"end {end} is before start {start}")
-        count = (end - start).days + 1
-        if count > MAX_DAYS:
-            raise AirflowFailException(f"{count} days asked; a backfill takes at most "
-                                       f"{MAX_DAYS}")
-        if "{date}" not in params["source"]:
-            raise AirflowFailException(f"source {params['source']!r} has no {{date}} "
-                                       "placeholder")
-        if params["mode"] == "overwrite":
-            _check_overwrite(params["table"])
-        out = []
-        for i in range(count):
-            day = start + dt.timedelta(days=i)
-            midnight = dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
-            out.append({"source": params["source"].replace("{date}", day.isoformat()),
-                        "commit_identifier": int(midnight.timestamp() * 1000),
-                        "merge_schema": bool(params["merge_schema"])})
-        return out
-
-    LakeformatIngestOperator.partial(
-        task_id="ingest", table="{{ params.table }}", mode="{{ params.mode }}",
-        format="{{ params.format }}",
-        commit_user="airflow:lakeformat_backfill:{{ run_id }}",
-        max_active_tis_per_dagrun=1,
-    ).expand_kwargs(days())
+    LakeformatBackfillOperator(
+        task_id="ingest", table="{{ params.table }}", source="{{ params.source }}",
+        start="{{ params.start or '' }}", end="{{ params.end or '' }}",
+        mode="{{ params.mode }}", format="{{ params.format }}",
+        merge_schema="{{ params.merge_schema }}", reingest="{{ params.reingest }}",
+    )

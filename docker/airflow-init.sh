@@ -10,6 +10,10 @@
 #    [core] simple_auth_manager_passwords_file, generating a random password for a user the file
 #    lacks. Writing AIRFLOW_ADMIN_PASSWORD there (on the volume the API server mounts) gives the
 #    user a known password; a changed password is written again on the next `up`.
+# 3. The connections the DAGs use, in the metadata DB (so Admin -> Connections lists, edits and
+#    tests them): every INIT_CONN_<ID> variable holds one as Airflow's connection JSON, added
+#    as connection <id> (lower case) when the DB has none of that id. One that exists is kept
+#    as it is, so an edit made in the UI survives the next `up`.
 set -euo pipefail
 
 airflow db migrate
@@ -31,3 +35,12 @@ path.write_text(json.dumps(passwords) + "\n")
 path.chmod(0o660)
 print(f"Airflow admin user {user!r}: password set from AIRFLOW_ADMIN_PASSWORD")
 PY
+
+for var in $(compgen -e | grep '^INIT_CONN_' || true); do
+  conn_id=$(printf '%s' "${var#INIT_CONN_}" | tr '[:upper:]' '[:lower:]')
+  if airflow connections get "$conn_id" >/dev/null 2>&1; then
+    echo "Airflow connection $conn_id: exists, kept (edit it in Admin -> Connections; delete it there to have it made again from $var)"
+  else
+    airflow connections add "$conn_id" --conn-json "${!var}"
+  fi
+done

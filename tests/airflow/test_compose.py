@@ -4,8 +4,9 @@ Docker engine (these machines have none).
 The compose file is read the way Compose reads it: Debian's `docker-compose` validates it
 against the Compose schema and prints the resolved configuration (anchors merged, `${VAR:-x}`
 replaced by the demo defaults), and the tests assert on that. Its parts are then checked with
-the real pieces they name: the connection variables go through Airflow's `Connection` and the
-provider's own hook, the project's DAGs are parsed by Airflow's DagBag to collect the
+the real pieces they name: airflow-init's script runs against an Airflow home (SQLite) and
+creates the connections there, which go through Airflow's `Connection` and the provider's own
+hook, the project's DAGs are parsed by Airflow's DagBag to collect the
 connection ids their operators use, and the spark-connect service's command is run here (bound
 to 127.0.0.1) and serves a lakeformat write and read whose Python workers import lakeformat.
 `docker-compose` missing fails the run (`make docker-compose` installs it).
@@ -80,6 +81,13 @@ def compose(project: Path) -> dict[str, Any]:
     return yaml.safe_load(done.stdout)
 
 
+def init_connections(compose: dict[str, Any]) -> dict[str, str]:
+    """{conn_id: Airflow connection JSON} airflow-init creates (its INIT_CONN_<ID> variables)."""
+    env = service(compose, "airflow-init")["environment"]
+    return {key.removeprefix("INIT_CONN_").lower(): value for key, value in env.items()
+            if key.startswith("INIT_CONN_")}
+
+
 def service(compose: dict[str, Any], name: str) -> dict[str, Any]:
     assert name in compose["services"], f"no service {name!r}: {sorted(compose['services'])}"
     return compose["services"][name]
@@ -152,10 +160,13 @@ def test_start_order(compose: dict[str, Any]) -> None:
     for name in AIRFLOW_SERVICES:
         assert needs(name)["postgres"] == "service_healthy", name
         assert needs(name)["airflow-init"] == "service_completed_successfully", name
-    scheduler = needs("airflow-scheduler")  # runs the tasks: bucket, Spark and execution API
+    scheduler = needs("airflow-scheduler")  # runs the tasks: bucket and execution API
     assert scheduler["minio-init"] == "service_completed_successfully"
-    assert scheduler["spark-connect"] == "service_healthy"
     assert scheduler["airflow-apiserver"] == "service_healthy"
+    # nothing waits for Spark Connect: with LAKEFORMAT_ENGINE=local it need not run at all
+    # (`--scale spark-connect=0`), and a Spark task started before it answers is retried
+    for name in (*AIRFLOW_SERVICES, *ONE_SHOT):
+        assert "spark-connect" not in needs(name), name
 
 
 def test_airflow_services_run_the_dockerfile_image(compose: dict[str, Any],
@@ -174,6 +185,8 @@ def test_airflow_services_run_the_dockerfile_image(compose: dict[str, Any],
         env = svc["environment"]
         assert env["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor"
         assert env["AIRFLOW__CORE__LOAD_EXAMPLES"] == "false"
+        # Admin -> Connections' Test button (Airflow 3.3 has it off by default)
+        assert env["AIRFLOW__CORE__TEST_CONNECTION"] == "Enabled", name
         assert f"{project / 'dags'}:/opt/airflow/dags:ro" in svc["volumes"], name
         assert svc["volumes"] == service(compose, "airflow-apiserver")["volumes"], name
     # every Airflow process signs and checks execution-API tokens with the same secret
@@ -196,10 +209,24 @@ def test_airflow_services_run_the_dockerfile_image(compose: dict[str, Any],
     assert auth_volume and auth_volume[0] in init["volumes"]
 
 
-def test_airflow_init_script_migrates_and_sets_the_admin_password(
+def _airflow(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The `airflow` command of this venv with the environment `env`."""
+    return subprocess.run([str(Path(sys.executable).parent / "airflow"), *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _connection(env: dict[str, str], conn_id: str) -> dict[str, Any]:
+    """Connection `conn_id` as `airflow connections get -o json` shows it."""
+    done = _airflow(env, "connections", "get", conn_id, "-o", "json")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(done.stdout[done.stdout.index("["):])[0]
+
+
+def test_airflow_init_script_migrates_sets_the_admin_password_and_creates_connections(
         compose: dict[str, Any], tmp_path: Path) -> None:
     """docker/airflow-init.sh, run here with the airflow-init service's settings (on SQLite and
-    a scratch passwords file instead of PostgreSQL and the volume)."""
+    a scratch passwords file instead of PostgreSQL and the volume): the connections the DAGs
+    use land in the metadata DB (Admin -> Connections), and a second run keeps an edited one."""
     import sqlite3
 
     init = service(compose, "airflow-init")["environment"]
@@ -221,6 +248,29 @@ def test_airflow_init_script_migrates_and_sets_the_admin_password(
     assert json.loads(passwords.read_text()) == {
         "viewer": "kept", init["AIRFLOW_ADMIN_USER"]: init["AIRFLOW_ADMIN_PASSWORD"]}
 
+    # the connections, as the UI and the CLI see them in the DB (no AIRFLOW_CONN_* is set)
+    assert not any(k.startswith("AIRFLOW_CONN_") for k in env)
+    wanted = init_connections(compose)
+    assert {"lakeformat_default", "spark_default"} <= set(wanted)
+    for conn_id, definition in wanted.items():
+        got, spec = _connection(env, conn_id), json.loads(definition)
+        assert got["conn_type"] == spec["conn_type"] and got["host"] == spec["host"], got
+        assert str(got["port"]) == str(spec.get("port", "None")), got
+        assert (got["extra_dejson"] or {}) == spec.get("extra", {}), got
+    lake = _connection(env, "lakeformat_default")
+    assert lake["login"] == json.loads(wanted["lakeformat_default"])["login"]
+
+    # re-run after an edit in the UI (here by the CLI): the edit is kept, nothing fails
+    edited = {**json.loads(wanted["lakeformat_default"]), "host": "s3://edited/warehouse"}
+    assert _airflow(env, "connections", "delete", "lakeformat_default").returncode == 0
+    assert _airflow(env, "connections", "add", "lakeformat_default", "--conn-json",
+                    json.dumps(edited)).returncode == 0
+    again = subprocess.run(["bash", str(ROOT / "docker" / "airflow-init.sh")], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
+    assert _connection(env, "lakeformat_default")["host"] == "s3://edited/warehouse"
+    assert _connection(env, "spark_default")["host"] == "sc://spark-connect"
+
 
 # -- connections and DAG settings --------------------------------------------------------------
 def test_connections_are_airflow_connections_to_the_services(
@@ -230,23 +280,30 @@ def test_connections_are_airflow_connections_to_the_services(
     from lakeformat_airflow.hooks.lakeformat import LakeformatHook
     from lakeformat_airflow.hooks.spark import spark_url
 
+    # the services read connections from the metadata DB only: an AIRFLOW_CONN_* variable
+    # would hide the connection from Admin -> Connections and override edits made there
     for name in (*AIRFLOW_SERVICES, "airflow-init"):
         env = service(compose, name)["environment"]
-        lake = Connection.from_json(env["AIRFLOW_CONN_LAKEFORMAT_DEFAULT"], "lakeformat_default")
-        assert (lake.conn_type, lake.host) == ("lakeformat", "s3://lakeformat/warehouse")
-        spark = Connection.from_json(env["AIRFLOW_CONN_SPARK_DEFAULT"], "spark_default")
-        assert (spark.conn_type, spark.host, spark.port) == ("spark", "sc://spark-connect", 15002)
+        assert not [k for k in env if k.startswith("AIRFLOW_CONN_")], name
+    conns = init_connections(compose)
+    lake = Connection.from_json(conns["lakeformat_default"], "lakeformat_default")
+    assert (lake.conn_type, lake.host) == ("lakeformat", "s3://lakeformat/warehouse")
+    spark = Connection.from_json(conns["spark_default"], "spark_default")
+    assert (spark.conn_type, spark.host, spark.port) == ("spark", "sc://spark-connect", 15002)
+    # Airflow masks every extra value in task logs, warning of each under 5 characters
+    for conn_id, definition in conns.items():
+        short = {k: v for k, v in json.loads(definition).get("extra", {}).items()
+                 if len(str(v)) < 5}
+        assert not short, f"{conn_id}: extra values too short to mask: {short}"
 
-    env = service(compose, "airflow-scheduler")["environment"]
     # the hook builds the catalog the tasks open: MinIO's keys, its service and API port
-    monkeypatch.setenv("AIRFLOW_CONN_LAKEFORMAT_DEFAULT", env["AIRFLOW_CONN_LAKEFORMAT_DEFAULT"])
+    monkeypatch.setenv("AIRFLOW_CONN_LAKEFORMAT_DEFAULT", conns["lakeformat_default"])
     warehouse, options = LakeformatHook("lakeformat_default").catalog_config()
     minio = service(compose, "minio")
     assert warehouse == "s3://lakeformat/warehouse"
     assert options["s3.access-key"] == minio["environment"]["MINIO_ROOT_USER"]
     assert options["s3.secret-key"] == minio["environment"]["MINIO_ROOT_PASSWORD"]
     assert options["s3.region"] == "us-east-1"
-    assert options["s3.path-style-access"] == "true"
     endpoint = urlsplit(options["s3.endpoint"])
     assert endpoint.hostname == "minio"
     api_port = minio["command"][minio["command"].index("--address") + 1]
@@ -254,7 +311,6 @@ def test_connections_are_airflow_connections_to_the_services(
     assert endpoint.port in published(minio)
 
     # the Spark URL the operators' session is opened on: the Connect server and its port
-    spark = Connection.from_json(env["AIRFLOW_CONN_SPARK_DEFAULT"], "spark_default")
     url = urlsplit(spark_url(spark))
     assert url.scheme == "sc" and url.hostname == "spark-connect"
     command = service(compose, "spark-connect")["command"]
@@ -280,8 +336,7 @@ def test_landing_and_warehouse_are_in_the_bucket_minio_init_creates(
         assert env["LAKEFORMAT_ENGINE"] == "spark"
     from airflow.sdk import Connection
 
-    lake = Connection.from_json(
-        service(compose, "airflow-scheduler")["environment"]["AIRFLOW_CONN_LAKEFORMAT_DEFAULT"])
+    lake = Connection.from_json(init_connections(compose)["lakeformat_default"])
     assert urlsplit(lake.host).netloc == bucket
 
 
@@ -314,7 +369,7 @@ def test_every_conn_id_of_the_project_dags_is_defined(compose: dict[str, Any],
 
     env = service(compose, "airflow-dag-processor")["environment"]
     for key, value in env.items():  # parse the DAGs as the stack's DAG processor does
-        if key.startswith(("AIRFLOW_CONN_", "LAKEFORMAT_")):
+        if key.startswith("LAKEFORMAT_"):
             monkeypatch.setenv(key, str(value))
     assert set(PROJECT_DAGS) <= {p.name for p in (ROOT / "dags").glob("*.py")}
     bag = DagBag(dag_folder=ROOT / "dags", safe_mode=False)
@@ -326,11 +381,8 @@ def test_every_conn_id_of_the_project_dags_is_defined(compose: dict[str, Any],
             for conn_id in _conn_ids(task).values():
                 used.setdefault(conn_id, set()).add(f"{dag.dag_id}.{task.task_id}")
     assert {"lakeformat_default", "spark_default"} <= set(used), used
-    for name in AIRFLOW_SERVICES:
-        env = service(compose, name)["environment"]
-        missing = {c: users for c, users in used.items()
-                   if f"AIRFLOW_CONN_{c.upper()}" not in env}
-        assert not missing, f"{name} lacks connections the DAGs use: {missing}"
+    missing = {c: users for c, users in used.items() if c not in init_connections(compose)}
+    assert not missing, f"airflow-init does not create connections the DAGs use: {missing}"
 
 
 # -- the Dockerfile -----------------------------------------------------------------------------

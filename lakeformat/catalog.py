@@ -24,6 +24,7 @@ from lakeformat.metastore.base import Metastore
 from lakeformat.metastore.filesystem import FileSystemMetastore
 from lakeformat.metastore.options import check_catalog_options
 from lakeformat.operation.merge_schema import validate_table_schema
+from lakeformat.options import secrets_hidden
 from lakeformat.schema.option_names import check_option_names
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema, new_schema
@@ -79,10 +80,11 @@ class Catalog:
         self.options = {str(k): str(v).lower() if isinstance(v, bool) else str(v)
                         for k, v in (options or {}).items()}
         self.warehouse = warehouse.rstrip("/") if warehouse not in ("/",) else warehouse
-        self.config = check_catalog_options(self.options, self.warehouse)
-        self.file_io = file_io or get_file_io(warehouse, self.options)
         self._jdbc: Any = None
-        self.metastore = self._make_metastore()
+        with secrets_hidden(self.options):  # no option error echoes a credential
+            self.config = check_catalog_options(self.options, self.warehouse)
+            self.file_io = file_io or get_file_io(warehouse, self.options)
+            self.metastore = self._make_metastore()
 
     def __repr__(self) -> str:
         return f"Catalog({self.warehouse!r})"

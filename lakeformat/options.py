@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-from lakeformat.errors import InvalidOptionError, UnsupportedError, shown_value
+from lakeformat.errors import InvalidOptionError, UnsupportedError, is_secret_option, shown_value
 
 _SIZE_UNITS = {
     "": 1, "b": 1, "bytes": 1, "byte": 1,
@@ -30,6 +32,45 @@ _DURATION_UNITS = {
 _MAX_DURATION_S = timedelta.max.days * 86400
 _MAX_SIZE = float(1 << 63)
 _NUM_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Zµ]*)\s*$")
+
+
+#: the standard AWS variables the S3 credentials fall back to: as secret as the options
+_SECRET_ENVIRONMENT = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+
+
+def secret_values(options: Mapping[str, object]) -> list[str]:
+    """The values of the secret-bearing options (`is_secret_option`) and of the AWS
+    credential variables they fall back to, longest first."""
+    found = {str(v).strip() for k, v in options.items()
+             if v is not None and is_secret_option(k) and str(v).strip()}
+    found |= {os.environ[name].strip() for name in _SECRET_ENVIRONMENT
+              if os.environ.get(name, "").strip()}
+    return sorted(found, key=len, reverse=True)
+
+
+def hide_secrets(text: str, secrets: list[str]) -> str:
+    """`text` with every whole occurrence of a secret replaced by `***` (a short secret does
+    not blank out letters of other words)."""
+    for secret in secrets:
+        text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", text)
+    return text
+
+
+@contextmanager
+def secrets_hidden(options: Mapping[str, object]) -> Iterator[None]:
+    """Errors raised in the body never show the value of a secret option of `options` —
+    whatever key it was placed under (a secret key pasted into `s3.path-style-access` is
+    echoed by that option's error otherwise). The error keeps its type; only its text
+    changes."""
+    try:
+        yield
+    except Exception as e:
+        secrets = secret_values(options)
+        if secrets and e.args and isinstance(e.args[0], str):
+            hidden = hide_secrets(e.args[0], secrets)
+            if hidden != e.args[0]:
+                e.args = (hidden, *e.args[1:])
+        raise
 
 
 def parse_memory_size(text: str, key: str = "size") -> int:

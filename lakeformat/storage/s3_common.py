@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakeformat.errors import InvalidOptionError, shown_value
+from lakeformat.options import secrets_hidden
 
 __all__ = [
     "S3Settings", "make_client", "uri", "dir_prefix", "parent_key",
@@ -142,7 +143,13 @@ class S3Settings:
 
     @classmethod
     def from_options(cls, options: dict[str, Any] | None) -> S3Settings:
-        """Validate now, so a typo fails at catalog creation rather than in a task."""
+        """Validate now, so a typo fails at catalog creation rather than in a task; no error
+        shows a credential's value, even one pasted under another option."""
+        with secrets_hidden(options or {}):
+            return cls._from_options(options)
+
+    @classmethod
+    def _from_options(cls, options: dict[str, Any] | None) -> S3Settings:
         opts = {k: str(v) for k, v in (options or {}).items() if k.startswith("s3.")}
 
         def get(name: str) -> str | None:

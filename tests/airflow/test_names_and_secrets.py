@@ -38,3 +38,26 @@ def test_a_templated_name_is_checked_once_rendered(local_conn):
     op.table = LONG  # as rendered
     with pytest.raises(AirflowFailException, match="InvalidIdentifierError.*at most 255"):
         op.execute(_context())
+
+
+SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzzSECRET"
+
+
+def test_a_secret_pasted_into_another_option_never_reaches_the_task(monkeypatch, dags):
+    """The connection's password also pasted into `s3.path-style-access`: the task fails at
+    once, its message names the option and not the secret, and Airflow's masker hides the
+    secret (and the access key) in any log line."""
+    from airflow.sdk.log import redact
+
+    from lakeformat_airflow.hooks import LakeformatHook
+
+    access = "AKIAEXAMPLEACCESSKEY"
+    monkeypatch.setenv("AIRFLOW_CONN_LAKEFORMAT_DEFAULT", dags.conn_json(
+        "lakeformat", "s3://bucket/wh", access, SECRET,
+        {"s3.endpoint": "http://127.0.0.1:9", "s3.path-style-access": SECRET}))
+    op = LakeformatExpireSnapshotsOperator(task_id="x", table="db.t")
+    with pytest.raises(AirflowFailException, match="s3.path-style-access") as err:
+        op.execute(_context())
+    assert SECRET not in str(err.value) and "***" in str(err.value)
+    LakeformatHook().catalog_config()
+    assert redact(f"key {access} secret {SECRET}") == "key *** secret ***"

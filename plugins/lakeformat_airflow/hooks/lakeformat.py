@@ -9,8 +9,10 @@ The connection:
   plus `aws_conn_id`: an `aws` connection (the Amazon provider's) to take the credentials from
   instead — its login/password, extra `aws_session_token`, `region_name`, `endpoint_url`.
 
-The secret is registered with Airflow's secrets masker the moment it is read, so it never
-appears in task logs; results (XCom) carry table names and counts, never options.
+Every secret-bearing value (the password, and any option the library counts as secret:
+access and secret keys, session tokens, JDBC passwords) is registered with Airflow's secrets
+masker the moment it is read, so a task log never shows it — not even where a library error
+would have echoed it; results (XCom) carry table names and counts, never options.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
+from lakeformat.errors import is_secret_option
 from lakeformat_airflow import CONN_TYPE, DEFAULT_CONN_ID
 
 #: extra keys of the Amazon provider's `aws` connection read here, by catalog option
@@ -85,7 +88,7 @@ class LakeformatHook(BaseHook):
             options.update(self._aws_options(str(aws_conn_id)))
         options.update({str(k): _option_text(v) for k, v in self.catalog_options.items()})
         for key, value in options.items():
-            if "secret" in key or "token" in key or "password" in key:
+            if is_secret_option(key):  # the library's rule: keys, tokens, passwords
                 self._mask(value)
         return warehouse, options
 

@@ -21,6 +21,7 @@ from lakeformat.errors import (
     CommitOutcomeUnknownError,
     CommitStateUnknownError,
     CorruptFileError,
+    CorruptLeaseError,
     DatabaseAlreadyExistsError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
@@ -47,7 +48,8 @@ from lakeformat.errors import (
 from lakeformat.version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
-    from lakeformat.catalog import Catalog, Identifier
+    from lakeformat.catalog import Catalog
+    from lakeformat.identifier import Identifier
     from lakeformat.operation.inspect import TableInspect
     from lakeformat.results import (
         CommitResult,
@@ -63,7 +65,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
 #: public name -> the module defining it, imported on first access
 _LAZY = {
     "Catalog": "lakeformat.catalog",
-    "Identifier": "lakeformat.catalog",
+    "Identifier": "lakeformat.identifier",
     "Table": "lakeformat.table",
     "CommitResult": "lakeformat.results",
     "TagInfo": "lakeformat.results",
@@ -101,8 +103,8 @@ __all__ = [
     "Catalog", "Identifier", "Table", "CommitResult", "TagInfo", "SchemaChange", "Move",
     "MaintenanceResult", "CompactResult", "CompactStats", "TableInspect", "OptionNameWarning",
     "LakeformatError", "UnsupportedError",
-    "SchemaMismatchError", "CorruptFileError", "CommitConflictError", "CommitFailedError",
-    "CommitOutcomeUnknownError",
+    "SchemaMismatchError", "CorruptFileError", "CorruptLeaseError", "CommitConflictError",
+    "CommitFailedError", "CommitOutcomeUnknownError",
     "InvalidIdentifierError", "InvalidOptionError", "InvalidFilterError", "InputFileError",
     "DatabaseNotFoundError",
     "DatabaseAlreadyExistsError", "TableNotFoundError", "TableAlreadyExistsError",

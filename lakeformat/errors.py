@@ -145,6 +145,13 @@ class LockLostError(LockError):
     What it wrote but did not publish becomes orphan files; running the job again is safe."""
 
 
+class CorruptLeaseError(CorruptFileError, LockError):
+    """A lock's lease object that is not a lakeformat lease: who holds the lock cannot be
+    told, so the lock is not taken and nothing is written. A `CorruptFileError` (the message
+    names the object and how to free it) and a `LockError` (a commit refused before its
+    publish was sent: nothing landed, the job removes the files it wrote); not retryable."""
+
+
 class JdbcConnectionError(LakeformatError):
     """The JDBC catalog's database cannot be reached (refused, timed out, bad credentials, a
     SQLite file that cannot be opened). The message names the URL, never its password."""

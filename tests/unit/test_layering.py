@@ -12,7 +12,8 @@ Layers, top to bottom (a module may import its own layer and every layer below i
     siblings       meta/, data/, merge/, ingest   (may import each other)
     schema         schema/
     storage        storage/, lock/
-    foundation     errors, options, results, version, clock, layout   (leaves every layer uses)
+    foundation     errors, options, results, version, clock, layout, identifier   (leaves
+                   every layer uses)
 
 A new top-level module or package must be placed in `LAYERS` (the test fails until it is).
 """
@@ -37,7 +38,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("schema", ("lakeformat.schema",)),
     ("storage", ("lakeformat.storage", "lakeformat.lock")),
     ("foundation", ("lakeformat.errors", "lakeformat.options", "lakeformat.results",
-                    "lakeformat.version", "lakeformat.clock", "lakeformat.layout")),
+                    "lakeformat.version", "lakeformat.clock", "lakeformat.layout",
+                    "lakeformat.identifier")),
 ]
 
 #: third-party packages the library must not import, and the one folder allowed each

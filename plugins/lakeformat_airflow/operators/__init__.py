@@ -1,5 +1,6 @@
 """Operators of the lakeformat provider: one library call each, the result's dict for XCom."""
 
+from lakeformat_airflow.operators.backfill import LakeformatBackfillOperator
 from lakeformat_airflow.operators.base import LakeformatBaseOperator
 from lakeformat_airflow.operators.catalog import LakeformatListTablesOperator
 from lakeformat_airflow.operators.compact import LakeformatCompactOperator
@@ -20,7 +21,8 @@ from lakeformat_airflow.operators.write import (
 )
 
 __all__ = [
-    "LakeformatAlterTableOperator", "LakeformatBaseOperator", "LakeformatCleanSchemasOperator",
+    "LakeformatAlterTableOperator", "LakeformatBackfillOperator", "LakeformatBaseOperator",
+    "LakeformatCleanSchemasOperator",
     "LakeformatCompactOperator", "LakeformatCreateTableOperator", "LakeformatCreateTagOperator",
     "LakeformatExpirePartitionsOperator", "LakeformatExpireSnapshotsOperator",
     "LakeformatIngestOperator", "LakeformatListTablesOperator",

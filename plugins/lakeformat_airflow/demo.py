@@ -3,13 +3,19 @@ S3 server on 127.0.0.1.
 
 1. a moto S3 server on 127.0.0.1 (bucket `lakeformat-demo`), an SQLite Airflow home in the
    project's ignored `build/` folder, the `lakeformat_default` and `spark_default` connections
-   from the environment, Spark in local mode when Java and pyspark are there;
-2. three days of an orders stream (Parquet) and a payments stream (JSON) land; the
+   from the environment, Spark in local mode when Java and pyspark are there (its own log, JVM
+   start-up lines included, goes to `spark.log` in the Airflow home);
+2. the table `shop.orders_wide` as the `lakeformat_dual_stream` DAG's `create_table` task
+   defines it, with the demo's retention policy among its options (short, so that one
+   maintenance run has snapshots and schema files to retire), and a DAG scheduled on the
+   table's Asset, so the commits' asset events reach a registered asset;
+3. three days of an orders stream (Parquet) and a payments stream (JSON) land; the
    `lakeformat_dual_stream` DAG ingests each day (a `coupon` column appears in the orders of
    day 3 and goes in by merge-schema write);
-3. the table before maintenance: snapshots, files and sorted runs per bucket, schema files;
-4. `lakeformat_maintenance` (full compaction, snapshot expiry, schema-file retention, orphan
-   files), what each task did, and the table after — the same rows, one run per bucket.
+4. the table before maintenance: snapshots, files and sorted runs per bucket, schema files;
+5. `lakeformat_maintenance` (full compaction, snapshot expiry, schema-file retention, orphan
+   files), what each task did and where (Spark or in the task's process), and the table after —
+   the same rows, one run per bucket, and the schema files it retired.
 
 Everything runs in this process (`dag.test()`), stops at the end and leaves no process behind.
 `python -m lakeformat_airflow.demo [--engine local|spark] [--home DIR]`.
@@ -24,12 +30,27 @@ import json
 import os
 import shutil
 import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = "shop.orders_wide"
 DAYS = [dt.datetime(2024, 1, d, tzinfo=dt.UTC) for d in (1, 2, 3)]
+#: a DAG scheduled on the table's Asset: its serialization registers the asset in Airflow
+DOWNSTREAM = "lakeformat_demo_orders_updated"
+#: the demo's retention policy, set on the table when it is created: keep the last 2 snapshots
+#: whatever their age, and let a schema file go as soon as nothing retained needs it
+RETENTION = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2",
+             "schema.num-retained.min": "1", "schema.time-retained": "1 ms"}
+#: keys of the embedded S3 server (moto accepts any): long enough for Airflow to mask them in
+#: task logs (it skips secrets under 5 characters, with a warning)
+ACCESS_KEY, SECRET_KEY = "lakeformat-demo", "lakeformat-demo-secret"
+#: Spark settings of the demo's `spark_default` connection (`-D...` set where the driver's JVM
+#: starts: Spark's log level before its first line; the file is written by `_configure`)
+LOG4J = "log4j2-spark.properties"
 
 
 def _spark_available() -> bool:
@@ -63,10 +84,59 @@ def _configure(home: Path, engine: str) -> None:
         "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "120",
         "LAKEFORMAT_ENGINE": engine,
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({
-            "conn_type": "spark", "host": "local[2]",
-            "extra": {"conf": {"spark.log.level": "ERROR"}}}),
+            "conn_type": "spark", "host": "local[2]", "extra": {"conf": _spark_conf(home)}}),
         "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
     })
+    (home / LOG4J).write_text(
+        "# Spark's log in the demo: warnings and errors, into spark.log beside this file\n"
+        "rootLogger.level = warn\n"
+        "rootLogger.appenderRef.err.ref = err\n"
+        "appender.err.type = Console\n"
+        "appender.err.name = err\n"
+        "appender.err.target = SYSTEM_ERR\n"
+        "appender.err.layout.type = PatternLayout\n"
+        "appender.err.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex\n")
+    # dag.test() runs tasks through Airflow's in-process execution API (Starlette's test
+    # client), which imports httpx in a way Starlette has deprecated: nothing a user can act on
+    warnings.filterwarnings("ignore", message=r"Using `httpx` with `starlette\.testclient`")
+
+
+def _spark_conf(home: Path) -> dict[str, str]:
+    """The Spark settings of the demo's `spark_default` connection."""
+    return {"spark.log.level": "ERROR", "spark.ui.showConsoleProgress": "false",
+            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{home / LOG4J}"}
+
+
+@contextmanager
+def _output_to(path: Path) -> Iterator[None]:
+    """This process's stdout and stderr file descriptors point at `path` inside the block:
+    a child started then (Spark's JVM) keeps writing there, this process goes back to the
+    terminal. The JVM prints a few lines before any log setting applies (the incubator-module
+    notice, Hadoop's native-library notice)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for f in (fd, *saved):
+            os.close(f)
+
+
+def _start_spark(home: Path) -> None:
+    """Spark local mode, started here with the `spark_default` connection's settings so its
+    output goes to `spark.log` (the operators' tasks reuse this process's session)."""
+    from lakeformat.spark.session import local_session
+
+    with _output_to(home / "spark.log"):
+        local_session("local[2]", app_name="lakeformat-demo", conf=_spark_conf(home))
 
 
 def _land(s3: Any, bucket: str, day: dt.datetime, n: int) -> None:
@@ -121,7 +191,9 @@ def describe(table: Any, title: str) -> None:
 
 
 def _report(run: Any) -> None:
-    """What each task of a finished run did: its result (XCom) in a line."""
+    """What each task of a finished run did: its result (XCom) in a line, and where a data
+    job ran (its rendered `engine`: on Spark, or in the task's process)."""
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
@@ -136,10 +208,15 @@ def _report(run: Any) -> None:
             name = ti.task_id + (f"[{ti.map_index}]" if ti.map_index >= 0 else "")
             value = rows.get((ti.task_id, ti.map_index))
             value = json.loads(value) if isinstance(value, (str, bytes)) else value
-            print(f"    {name:<34} {ti.state!s:<8} {_summary(value)}")
+            rendered = RenderedTaskInstanceFields.get_templated_fields(ti, session=session) or {}
+            where = {"spark": "on Spark", "local": "in-process"}.get(rendered.get("engine"), "")
+            print(f"    {name:<34} {ti.state!s:<8} {where:<10} {_summary(value)}")
 
 
 def _summary(value: Any) -> str:
+    """A task's result in a line, in the library's own words where it has them."""
+    from lakeformat.results import MaintenanceResult
+
     if not isinstance(value, dict):
         return "" if value is None else str(value)[:90]
     if "rows_written" in value:
@@ -151,11 +228,9 @@ def _summary(value: Any) -> str:
         return (f"snapshots {value['snapshot_ids']}: {t['buckets_compacted']} buckets, files "
                 f"{t['files_in']} -> {t['files_out']}, runs {t['sorted_runs_before']} -> "
                 f"{t['sorted_runs_after']}")
-    if "operation" in value:
-        return (f"{value['operation']}: {len(value['snapshots_deleted'])} snapshots, "
-                f"{len(value['deleted'])} files deleted"
-                + (f" ({value['schema_files_deleted']} schema files)"
-                   if value.get("schema_files_deleted") else ""))
+    if "operation" in value:  # MaintenanceResult.to_dict(): its own summary line
+        line = str(MaintenanceResult(**value)).splitlines()[0]
+        return line.removeprefix(f"{value['table']}: ")
     if "created" in value:
         return "created" if value["created"] else "exists"
     return json.dumps(value)[:90]
@@ -169,29 +244,93 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--home", default=str(ROOT / "build" / "demo-airflow"),
                    help="Airflow home (recreated; default build/demo-airflow)")
     args = p.parse_args(argv)
-    _configure(Path(args.home), args.engine)
+    home = Path(args.home)
+    _configure(home, args.engine)
 
     import boto3
 
     from lakeformat.demo import embedded_s3
 
     with embedded_s3() as (warehouse, options):
-        secret = {k: options[k] for k in ("s3.access-key", "s3.secret-key")}
-        extra = {k: v for k, v in options.items() if k not in secret}
+        options = {**options, "s3.access-key": ACCESS_KEY, "s3.secret-key": SECRET_KEY}
+        # the connection's extra: the endpoint and region (path-style access is lakeformat's
+        # default with an endpoint; Airflow warns of every extra value under 5 characters,
+        # such as "true", as a secret too short to mask)
+        extra = {k: options[k] for k in ("s3.endpoint", "s3.region")}
         os.environ["AIRFLOW_CONN_LAKEFORMAT_DEFAULT"] = json.dumps({
-            "conn_type": "lakeformat", "host": warehouse, "login": secret["s3.access-key"],
-            "password": secret["s3.secret-key"], "extra": extra})
+            "conn_type": "lakeformat", "host": warehouse, "login": ACCESS_KEY,
+            "password": SECRET_KEY, "extra": extra})
         bucket = warehouse.split("/")[2]
         os.environ["LAKEFORMAT_LANDING"] = f"s3://{bucket}/landing"
         print(f"S3 server {options['s3.endpoint']}, warehouse {warehouse}, "
-              f"Airflow home {args.home}, engine {args.engine}")
+              f"Airflow home {home}, engine {args.engine}")
         try:
+            if args.engine == "spark":
+                _start_spark(home)
+                print(f"Spark local[2] started (its log: {home / 'spark.log'})")
             return _run(warehouse, options, bucket, boto3.client(
                 "s3", endpoint_url=options["s3.endpoint"], region_name=options["s3.region"],
-                aws_access_key_id=secret["s3.access-key"],
-                aws_secret_access_key=secret["s3.secret-key"]))
+                aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY))
         finally:
             _stop_spark()
+
+
+def _create_table(catalog: Any, dag: Any) -> Any:
+    """The table as the DAG's `create_table` task defines it, plus the demo's retention."""
+    from lakeformat.cli import parse_columns
+
+    task = dag.get_task("create_table")
+    options = {**task.options, **RETENTION}
+    catalog.create_database(task.table.split(".")[0], exist_ok=True)
+    table = catalog.create_table(task.table, parse_columns(task.columns),
+                                 primary_keys=list(task.primary_keys),
+                                 partition_keys=list(task.partition_keys), options=options)
+    print(f"\n-- {table.name}: created as lakeformat_dual_stream's create_table task defines it, "
+          "with the demo's retention:")
+    print("   " + ", ".join(f"{k}={v}" for k, v in RETENTION.items()))
+    return table
+
+
+def _register_downstream(warehouse: str) -> str:
+    """A DAG scheduled on the table's Asset, written to Airflow's database as the DAG processor
+    writes parsed DAGs: that registers (and activates) the asset the operators' events are
+    for — without a DAG naming it, Airflow creates an alias's asset on the first event and
+    keeps it inactive until its scheduler's next pass. Unpaused, so the events queue a run."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
+    from airflow.providers.standard.operators.empty import EmptyOperator
+    from airflow.sdk import DAG
+
+    from lakeformat_airflow.assets import table_asset
+
+    asset = table_asset(warehouse, TABLE)
+    with DAG(DOWNSTREAM, schedule=[asset], start_date=DAYS[0], catchup=False,
+             is_paused_upon_creation=False, tags=["lakeformat", "demo"],
+             doc_md="Runs after each commit to shop.orders_wide (the demo's example).") as dag:
+        EmptyOperator(task_id="orders_updated")
+    DagBundlesManager().sync_bundles_to_db()
+    bag = DagBag(dag_folder=ROOT / "dags", collect_dags=False)
+    bag.bag_dag(dag)
+    sync_bag_to_db(bag, "dags-folder", None)
+    return asset.uri
+
+
+def _asset_report(uri: str) -> None:
+    """The asset events the commits recorded, and the downstream DAG's queued run."""
+    from airflow.models.asset import AssetDagRunQueue, AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        events = (session.query(AssetEvent.source_task_id).join(
+            AssetModel, AssetModel.id == AssetEvent.asset_id).filter(AssetModel.uri == uri).all())
+        queued = session.query(AssetDagRunQueue).filter_by(target_dag_id=DOWNSTREAM).count()
+    by_task: dict[str, int] = {}
+    for (task_id,) in events:
+        by_task[task_id] = by_task.get(task_id, 0) + 1
+    print(f"\n  asset {uri}: {len(events)} events ("
+          + ", ".join(f"{t} x{n}" for t, n in sorted(by_task.items())) + ")")
+    print(f"  {DOWNSTREAM} (scheduled on it): "
+          + ("a run queued for the scheduler" if queued else "no run queued"))
 
 
 def _run(warehouse: str, options: dict[str, str], bucket: str, s3: Any) -> int:
@@ -206,6 +345,10 @@ def _run(warehouse: str, options: dict[str, str], bucket: str, s3: Any) -> int:
         print(f"DAG import errors: {bag.import_errors}", file=sys.stderr)
         return 1
     print(f"DAGs: {', '.join(sorted(bag.dags))}")
+    uri = _register_downstream(warehouse)
+    print(f"{DOWNSTREAM}: scheduled on the table's asset {uri}")
+    catalog = lf.Catalog(warehouse, options=options)
+    table = _create_table(catalog, bag.dags["lakeformat_dual_stream"])
 
     print("\n-- lakeformat_dual_stream: three days of orders (Parquet) and payments (JSON)")
     for day in DAYS:
@@ -214,16 +357,9 @@ def _run(warehouse: str, options: dict[str, str], bucket: str, s3: Any) -> int:
         _report(run)
         if run.state != "success":
             return 1
-    catalog = lf.Catalog(warehouse, options=options)
-    table = catalog.get_table(TABLE)
     rows = table.read().sort_by([("dt", "ascending"), ("order_id", "ascending")])
-    # the demo's retention policy, as a team would set it on the table: keep 2 snapshots,
-    # schema files may go as soon as nothing needs them
-    table.alter([lf.SchemaChange.set_option("snapshot.num-retained.min", "1"),
-                 lf.SchemaChange.set_option("snapshot.num-retained.max", "2"),
-                 lf.SchemaChange.set_option("schema.time-retained", "1 ms"),
-                 lf.SchemaChange.set_option("schema.num-retained.min", "1")])
     describe(table, "after ingest (merge-on-read serves the merged rows)")
+    schemas_before = [s.id for s in table.schemas()]
     print("\n  rows:")
     for r in rows.to_pylist()[:8]:
         print("   ", {k: v for k, v in r.items() if v is not None})
@@ -237,8 +373,13 @@ def _run(warehouse: str, options: dict[str, str], bucket: str, s3: Any) -> int:
                   "engine": os.environ["LAKEFORMAT_ENGINE"]})
     _report(run)
     describe(table, "after maintenance")
+    schemas_after = [s.id for s in table.refresh().schemas()]
+    retired = [i for i in schemas_before if i not in schemas_after]
+    print(f"\n  schema files: {schemas_before} before maintenance, {schemas_after} after; "
+          f"retired: {retired or 'none'}")
     same = table.refresh().read().sort_by([("dt", "ascending"), ("order_id", "ascending")])
-    print(f"\n  same rows after maintenance: {same.equals(rows)}")
+    print(f"  same rows after maintenance: {same.equals(rows)}")
+    _asset_report(uri)
     return 0 if run.state == "success" and same.equals(rows) else 1
 
 

@@ -12,9 +12,13 @@ import re
 import sys
 import traceback
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 
-from lakeformat.errors import InvalidArgumentError, LakeformatError, is_secret_option
+from lakeformat.errors import (
+    InvalidArgumentError,
+    LakeformatError,
+    StoreUnreachableError,
+    is_secret_option,
+)
 
 DEBUG_ENV = "LAKEFORMAT_DEBUG"
 
@@ -53,14 +57,6 @@ def _message(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
-def _endpoint(url: str | None) -> str:
-    """'http://127.0.0.1:9000' of a request URL (boto names the whole request)."""
-    if not url:
-        return "the S3 endpoint"
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else url
-
-
 def _storage_error(e: BaseException) -> str | None:
     """A readable message for boto errors (unreachable endpoint, no or bad credentials)."""
     try:
@@ -78,9 +74,9 @@ def _storage_error(e: BaseException) -> str | None:
         return ("no S3 credentials: give -o s3.access-key=... -o s3.secret-key=... or set "
                 "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY")
     if isinstance(e, (EndpointConnectionError, ConnectTimeoutError)):
-        where = _endpoint(getattr(e, "kwargs", {}).get("endpoint_url"))
-        return (f"cannot reach the S3 endpoint {where}: check the host and port of "
-                "-o s3.endpoint=... and that the store is running")
+        from lakeformat.storage.s3_unreachable import unreachable_message
+
+        return unreachable_message(e)  # the library's words, as an Airflow task shows them
     if isinstance(e, ClientError):
         err = e.response.get("Error", {})
         code = str(err.get("Code", ""))
@@ -115,7 +111,7 @@ def storage_unreachable(e: BaseException) -> bool:
     for _ in range(5):
         if cur is None:
             return False
-        if isinstance(cur, kinds):
+        if isinstance(cur, (*kinds, StoreUnreachableError)):
             return True
         cur = cur.__cause__ or cur.__context__
     return False
@@ -146,7 +142,9 @@ def secrets(argv: Sequence[str]) -> list[str]:
 
 def report(e: BaseException, debug: bool, hidden: Sequence[str]) -> int:
     """Print `e` as one line on stderr (and its traceback with `debug`); the exit status."""
-    storage = _cause_storage_error(e) if not isinstance(e, USAGE_ERRORS) else None
+    # a StoreUnreachableError already says what the CLI would (the library's message)
+    plain = isinstance(e, (*USAGE_ERRORS, StoreUnreachableError))
+    storage = _cause_storage_error(e) if not plain else None
     if storage is not None:
         text, code = storage, 1
     elif isinstance(e, LakeformatError):

@@ -48,6 +48,7 @@ from lakeformat.storage.s3_conditional import (
     unsupported_store_error,
 )
 from lakeformat.storage.s3_retry import RetryCounter, RetryPolicy
+from lakeformat.storage.s3_unreachable import AnsweringClient
 
 __all__ = ["S3FileIO", "S3_OPTIONS", "split_s3_path"]
 
@@ -90,7 +91,8 @@ class S3FileIO(FileIO):
         """Validate options now, so a typo fails at catalog creation rather than in a task."""
         self._settings = S3Settings.from_options(options)
         self._endpoint = self._settings.endpoint
-        self._retry = RetryPolicy(self._settings.attempts, RetryCounter())
+        self._retry = RetryPolicy(self._settings.attempts, RetryCounter(),
+                                  retry_timeout_s=self._settings.retry_timeout_s)
         self._client_obj: Any = None
         self._client_pid = -1
         self._lock = threading.Lock()
@@ -128,7 +130,7 @@ class S3FileIO(FileIO):
     def _make_client(self) -> Any:
         client = make_client(self._settings)
         self._retry.install(client)
-        return client
+        return AnsweringClient(client, self._settings)
 
     # ------------------------------------------------------------------ retries
 

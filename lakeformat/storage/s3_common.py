@@ -31,6 +31,7 @@ _OPT_NAMES: dict[str, tuple[str, ...]] = {
     "attempts": ("s3.attempts.maximum",),
     "max_connections": ("s3.connection.maximum",),
     "timeout": ("s3.connection.timeout",),
+    "retry_timeout": ("s3.retry.timeout",),
     "paging": ("s3.paging.maximum",),
 }
 #: every `s3.*` option S3FileIO reads (a catalog refuses other `s3.*` keys as typos)
@@ -40,8 +41,15 @@ S3_OPTIONS: frozenset[str] = frozenset(k for names in _OPT_NAMES.values() for k 
 #: at a 20 % fault rate, ten attempts all failing is a one-in-ten-million event
 DEFAULT_ATTEMPTS = 10
 DEFAULT_MAX_CONNECTIONS = 32
-DEFAULT_READ_TIMEOUT_S = 60.0
+#: `s3.connection.timeout`: the longest one attempt waits on a silent socket (an answer that
+#: does not start, a send that does not move). A healthy upload keeps the socket busy, so this
+#: bounds stalls, never the length of a transfer
+DEFAULT_READ_TIMEOUT_S = 20.0
 CONNECT_TIMEOUT_S = 10.0
+#: `s3.retry.timeout`: how long a request that gets no answer at all (refused, connect or
+#: read timeout) is retried, counted from its first attempt; a store that answers, even with
+#: 503s, keeps every attempt of `s3.attempts.maximum`
+DEFAULT_RETRY_TIMEOUT_S = 15.0
 DEFAULT_PAGE_SIZE = 1000  # S3's own maximum of keys per listing page
 
 
@@ -140,6 +148,7 @@ class S3Settings:
     max_connections: int
     read_timeout_s: float
     page_size: int
+    retry_timeout_s: float = DEFAULT_RETRY_TIMEOUT_S
 
     @classmethod
     def from_options(cls, options: dict[str, Any] | None) -> S3Settings:
@@ -173,6 +182,7 @@ class S3Settings:
             )
         ps = get("path_style")
         att, mc, to, pg = get("attempts"), get("max_connections"), get("timeout"), get("paging")
+        rt = get("retry_timeout")
         return cls(
             endpoint=endpoint,
             access_key=access_key,
@@ -188,6 +198,8 @@ class S3Settings:
                             else DEFAULT_READ_TIMEOUT_S),
             page_size=min(_parse_int("s3.paging.maximum", pg), DEFAULT_PAGE_SIZE) if pg
             else DEFAULT_PAGE_SIZE,
+            retry_timeout_s=(_parse_duration_s("s3.retry.timeout", rt) if rt
+                             else DEFAULT_RETRY_TIMEOUT_S),
         )
 
     @property

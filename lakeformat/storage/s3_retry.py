@@ -31,7 +31,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, TypeVar
 
-__all__ = ["RetryCounter", "RetryPolicy", "stream_errors"]
+__all__ = ["RetryCounter", "RetryPolicy", "no_answer_errors", "stream_errors"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -47,6 +47,9 @@ _TRANSIENT_CODES = frozenset({
     "InternalError", "ServiceUnavailable", "RequestTimeout", "RequestTimeoutException",
     "PriorRequestNotComplete", "BadGateway", "GatewayTimeout",
 })
+
+#: where a request's start time is kept in botocore's per-request context
+_STARTED = "lakeformat_started"
 
 BASE_DELAY_S = 0.05
 THROTTLE_BASE_DELAY_S = 0.5
@@ -89,6 +92,19 @@ def _request_errors() -> tuple[type[BaseException], ...]:
 
 
 @lru_cache(maxsize=1)
+def no_answer_errors() -> tuple[type[BaseException], ...]:
+    """Request errors that mean the store did not answer at all: refused or unreachable,
+    or a connect or read timeout (a stalled endpoint)."""
+    from botocore.exceptions import (
+        ConnectTimeoutError,
+        EndpointConnectionError,
+        ReadTimeoutError,
+    )
+
+    return (ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError)
+
+
+@lru_cache(maxsize=1)
 def stream_errors() -> tuple[type[BaseException], ...]:
     """Exceptions raised while reading a streamed body that a fresh request can cure."""
     import http.client
@@ -126,17 +142,22 @@ class RetryPolicy:
     """Bounded exponential back-off with jitter, shared by the request hook and body reads.
 
     ``attempts`` counts the first try: 10 means up to 9 retries of one request.
+    ``retry_timeout_s`` bounds a request the store does not answer at all: once that long has
+    passed since its first attempt, a refused connection or a timeout is not retried again,
+    so a dead or stalled endpoint fails within about that time plus one attempt.
     """
 
     def __init__(self, attempts: int, counter: RetryCounter,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 retry_timeout_s: float | None = None) -> None:
         self.attempts = attempts
         self.counter = counter
+        self.retry_timeout_s = retry_timeout_s
         self._sleep = sleep
         self._rng = random.Random()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (RetryPolicy, (self.attempts, self.counter))
+        return (_policy, (self.attempts, self.counter, self.retry_timeout_s))
 
     def delay(self, attempt: int, throttled: bool) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -149,19 +170,40 @@ class RetryPolicy:
         """Make this policy the one that retries ``client``'s requests. The client must have
         been built with ``retries={"mode": "standard", "total_max_attempts": 1}``."""
         events = client.meta.events
+        events.register("before-call.s3", self._started, unique_id="lakeformat-retry-start")
         events.register("needs-retry.s3", self.needs_retry, unique_id="lakeformat-retry")
         events.register("request-created.s3", self._announce_attempts,
                         unique_id="lakeformat-retry-header")
 
+    @staticmethod
+    def _started(context: dict[str, Any] | None = None, **_: Any) -> None:
+        """botocore's ``before-call`` event (once per request, before its first attempt)."""
+        if isinstance(context, dict):
+            context[_STARTED] = time.monotonic()
+
+    def _out_of_time(self, delay: float, request_dict: Any) -> bool:
+        """Whether retrying after `delay` would start past the request's `retry_timeout_s`."""
+        if self.retry_timeout_s is None or not isinstance(request_dict, dict):
+            return False
+        started = (request_dict.get("context") or {}).get(_STARTED)
+        return started is not None and \
+            time.monotonic() - started + delay > self.retry_timeout_s
+
     def needs_retry(self, attempts: int = 1, response: Any = None,
                     caught_exception: BaseException | None = None,
-                    **_: Any) -> float | None:
+                    request_dict: Any = None, **_: Any) -> float | None:
         """botocore's ``needs-retry`` event: a delay in seconds to retry, None to stop."""
         if attempts >= self.attempts:
             return None
         if caught_exception is not None:
             if not isinstance(caught_exception, _request_errors()):
                 return None
+            if isinstance(caught_exception, no_answer_errors()):
+                delay = self.delay(attempts, throttled=False)
+                if self._out_of_time(delay, request_dict):
+                    return None
+                self.counter.add("request")
+                return delay
             throttled = False
         else:
             kind = _response_kind(response)
@@ -198,3 +240,9 @@ class RetryPolicy:
         """Back off before retrying after a 409 ``ConditionalRequestConflict``."""
         self.counter.add("conflict")
         self._sleep(self.delay(attempt, throttled=False))
+
+
+def _policy(attempts: int, counter: RetryCounter, retry_timeout_s: float | None
+            ) -> RetryPolicy:
+    """Unpickling: a policy with the real sleep (a test's fake sleep does not travel)."""
+    return RetryPolicy(attempts, counter, retry_timeout_s=retry_timeout_s)

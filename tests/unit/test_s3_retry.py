@@ -174,7 +174,9 @@ def test_a_probe_that_fails_leaves_no_answer() -> None:
 def test_settings_defaults_and_hadoop_spellings() -> None:
     st = S3Settings.from_options({"s3.endpoint": "h:9000", "s3.connection.ssl.enabled": "false"})
     assert st.endpoint == "http://h:9000" and st.attempts == 10 and st.page_size == 1000
-    assert st.read_timeout_s == 60.0 and st.store_id == "http://h:9000"
+    assert st.read_timeout_s == 20.0 and st.store_id == "http://h:9000"
+    assert st.retry_timeout_s == 15.0
+    assert S3Settings.from_options({"s3.retry.timeout": "2s"}).retry_timeout_s == 2.0
     assert S3Settings.from_options({}).store_id == "aws:default"
     st = S3Settings.from_options({"s3.attempts.maximum": "3", "s3.paging.maximum": "5000",
                                   "s3.connection.timeout": "1500"})
@@ -183,6 +185,25 @@ def test_settings_defaults_and_hadoop_spellings() -> None:
         st = S3Settings.from_options({"s3.connection.timeout": text})
         assert st.read_timeout_s == seconds
     for key, bad in [("s3.connection.timeout", "soon"), ("s3.connection.timeout", "0"),
-                     ("s3.attempts.maximum", "-1"), ("s3.paging.maximum", "x")]:
+                     ("s3.attempts.maximum", "-1"), ("s3.paging.maximum", "x"),
+                     ("s3.retry.timeout", "0")]:
         with pytest.raises(InvalidOptionError, match=key):
             S3Settings.from_options({key: bad})
+
+
+def test_no_answer_is_retried_only_within_the_retry_timeout() -> None:
+    """A refused or timed-out request is retried while its first attempt is less than
+    `retry_timeout_s` ago; a store that answers 503 keeps every attempt."""
+    from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
+
+    policy = RetryPolicy(10, RetryCounter(), retry_timeout_s=5.0)
+    fresh = {"context": {}}
+    policy._started(context=fresh["context"])
+    refused = EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
+    assert policy.needs_retry(attempts=1, caught_exception=refused, request_dict=fresh)
+    old = {"context": {"lakeformat_started": time.monotonic() - 6}}
+    stalled = ReadTimeoutError(endpoint_url="http://127.0.0.1:9")
+    assert policy.needs_retry(attempts=1, caught_exception=stalled, request_dict=old) is None
+    assert policy.needs_retry(attempts=1, caught_exception=refused, request_dict=old) is None
+    answer = (SimpleNamespace(status_code=503), {"Error": {"Code": "SlowDown"}})
+    assert policy.needs_retry(attempts=3, response=answer, request_dict=old)

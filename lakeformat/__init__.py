@@ -39,6 +39,7 @@ from lakeformat.errors import (
     NotFoundError,
     SchemaMismatchError,
     SnapshotNotFoundError,
+    StoreUnreachableError,
     TableAlreadyExistsError,
     TableNotFoundError,
     TagAlreadyExistsError,
@@ -114,6 +115,6 @@ __all__ = [
     "TagAlreadyExistsError", "DatabaseNotEmptyError", "InvalidArgumentError",
     "ColumnNotFoundError", "CleanupAbortedError", "CommitError", "CommitStateUnknownError",
     "RETRYABLE_ERRORS", "LockError", "LockTimeoutError", "LockLostError",
-    "EngineError",
+    "EngineError", "StoreUnreachableError",
     "JdbcConnectionError",
 ]

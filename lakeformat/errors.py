@@ -152,6 +152,14 @@ class CorruptLeaseError(CorruptFileError, LockError):
     publish was sent: nothing landed, the job removes the files it wrote); not retryable."""
 
 
+class StoreUnreachableError(LakeformatError):
+    """The object store's endpoint refused the connection, or accepted it and never answered
+    within the S3 timeouts (`s3.connection.timeout` per attempt, `s3.retry.timeout` in all).
+    The message names the endpoint and what to check. Worth a retry: a store that is
+    restarting answers again; nothing was changed by the request that got no answer, or
+    (a write) it landed whole."""
+
+
 class JdbcConnectionError(LakeformatError):
     """The JDBC catalog's database cannot be reached (refused, timed out, bad credentials, a
     SQLite file that cannot be opened). The message names the URL, never its password."""
@@ -170,7 +178,7 @@ class EngineError(LakeformatError):
 
 RETRYABLE_ERRORS: tuple[type[LakeformatError], ...] = (
     CommitConflictError, CommitFailedError, CommitStateUnknownError, LockTimeoutError,
-    LockLostError, EngineError)
+    LockLostError, EngineError, StoreUnreachableError)
 
 
 _SECRET_WORDS = ("secret", "password", "passwd", "token", "credential")

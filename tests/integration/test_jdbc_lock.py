@@ -197,15 +197,34 @@ def test_an_expired_row_is_taken_over(jdbc_uri):
         assert _rows(lock.client) == [(LOCK_ID, 12, lease.holder.owner)]
 
 
+def _age_s(client: JdbcClient) -> float:
+    """Seconds since the lock row's `acquired_at`, by the database's clock."""
+    dialect = JdbcLock(client, LOCK_ID, "commits of db.t", _config()).dialect
+    return float(client.query(f"SELECT {dialect.age} FROM paimon_distributed_locks")[0][0])
+
+
 def test_renewal_keeps_a_lease_alive_past_its_length(jdbc_uri):
+    """The row lives 3 s in the table (lease 1.5 s + 2 s). Rather than wait those 3 s, the row is
+    aged 2 s at once (its `acquired_at` moved back, by the database's clock): unrenewed, it would
+    be expired within 2 s more, and the waiter would take it over. Renewals (every 0.5 s) move
+    `acquired_at` forward again, so 2.5 s later the lease is still ours."""
     lock = _lock(jdbc_uri, lease_ms=1500)  # 3 s in the table (lease + 2 s)
     waiter = _lock(jdbc_uri, timeout_ms=300)
     with lock.acquire("compact") as lease:
-        time.sleep(5)
+        at = _AGO[lock.client.dialect].format(s=2)
+        lock.client.execute(f"UPDATE paimon_distributed_locks SET acquired_at = {at}")
+        assert _age_s(lock.client) >= 2
+        aged = time.monotonic()
+        deadline = aged + 60
+        while _age_s(lock.client) >= 2:  # the next renewal brings it back to now
+            assert time.monotonic() < deadline, "the lease was not renewed within 60 s"
+            time.sleep(0.05)
+        time.sleep(max(0.0, 2.5 - (time.monotonic() - aged)))  # an unrenewed row: age >= 4.5
         lease.check()
         with pytest.raises(LockTimeoutError):
             waiter.acquire("compact")
         assert _rows(lock.client) == [(LOCK_ID, 3, lease.holder.owner)]
+        assert _age_s(lock.client) < 2
 
 
 def test_a_lease_taken_over_fails_its_check_and_is_not_released(jdbc_uri):
@@ -213,9 +232,15 @@ def test_a_lease_taken_over_fails_its_check_and_is_not_released(jdbc_uri):
     lease = lock.acquire("compact")
     lock.client.execute("DELETE FROM paimon_distributed_locks")  # an operator's cleanup ...
     _insert_java_row(lock.client)  # ... and a Java commit took it
-    time.sleep(1.5)  # renewals every 0.5 s find the row is not ours
-    with pytest.raises(LockLostError, match="jdbc.db.t"):
-        lease.check()
+    deadline = time.monotonic() + 60
+    while True:  # the next renewal (every 0.5 s) finds the row is not ours
+        try:
+            lease.check()
+        except LockLostError as lost:
+            assert "jdbc.db.t" in str(lost), lost
+            break
+        assert time.monotonic() < deadline, "the lease still passed its check after 60 s"
+        time.sleep(0.05)
     lease.release()
     assert _rows(lock.client) == [(LOCK_ID, 480, None)]
 

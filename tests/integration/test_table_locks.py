@@ -170,9 +170,10 @@ def test_paused_holder_loses_its_lease_and_commits_nothing(where):
     try:
         child.wait_for("executed")
         os.kill(child.proc.pid, signal.SIGSTOP)
-        time.sleep(3)  # > the 2 s lease
+        # no sleep: `other` waits (polling) until the stopped child's 2 s lease has run out,
+        # takes it over, then releases; the child stays stopped all that time
         other = lf.Catalog(wh, options={**base, "lock-acquire-timeout": "10 s"}).get_table("db.t")
-        other.expire_snapshots(retain_min=10)  # takes the expired lease over, then releases
+        other.expire_snapshots(retain_min=10)
         os.kill(child.proc.pid, signal.SIGCONT)
         result = child.finish()
     finally:

@@ -1,4 +1,6 @@
-"""Fixtures every suite shares.
+"""Fixtures and collection rules every suite shares: the `advancing_clock` below, the
+`local_only` module mark (a module's `catalog` tests on local disk only) and the pytest-xdist
+groups `make test` keeps on one worker (both further down).
 
 `advancing_clock`: the library reads one wall clock (`lakeformat.clock.now_millis`). On a fast
 machine a commit and the expiry that follows it can fall in the same millisecond, and an age
@@ -29,3 +31,46 @@ def advancing_clock(monkeypatch: pytest.MonkeyPatch) -> None:
             return last[0]
 
     monkeypatch.setattr(lakeformat.clock, "now_millis", now_millis)
+
+
+# --- how the suite splits over pytest-xdist workers (`make test` runs `-n`) -----------------
+#
+# `--dist loadgroup` hands tests out one by one, except that every test carrying
+# `xdist_group(name)` goes to the worker that runs its group. A group is given here (not per
+# test) to the tests that share something costly to start in one process: a second worker
+# would start it again. Paths are relative to the repository root; the first match wins.
+XDIST_GROUPS: tuple[tuple[str, str], ...] = (
+    # one local[2] Spark session (~10 s) and one Spark Connect server (~20 s) per process
+    ("tests/spark/", "spark"),
+    # the session's PostgreSQL server (initdb and start-up)
+    ("tests/integration/test_jdbc_catalog.py", "postgres"),
+    ("tests/integration/test_jdbc_lock.py", "postgres"),
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        try:
+            where = item.path.relative_to(root).as_posix()
+        except ValueError:
+            continue
+        for prefix, group in XDIST_GROUPS:
+            if where.startswith(prefix):
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
+
+
+# --- `local_only`: a module's tests of the `catalog` fixture on local disk only --------------
+#
+# The shared `catalog` fixture (tests/support/catalogs.py) runs a test on local disk and on the
+# moto S3 server. A module whose tests never reach what differs between the two stores marks
+# itself `pytestmark = pytest.mark.local_only` and says why in its docstring; its `catalog`
+# tests then run once, as `[local]`. Implemented as a `parametrize` mark added before pytest
+# expands fixture params, which pytest lets take precedence over the fixture's own params.
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if ("catalog" in metafunc.fixturenames
+            and metafunc.definition.get_closest_marker("local_only") is not None):
+        metafunc.definition.add_marker(  # first, so test ids still read [local-...]
+            pytest.mark.parametrize("catalog", ["local"], indirect=True), append=False)

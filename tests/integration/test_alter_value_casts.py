@@ -1,7 +1,12 @@
 """Type changes Paimon allows but whose stored values may not convert (STRING -> INT, ...):
 refused before they are published, naming column, value, cast and file; values that do
 convert read as Java reads them; an old-schema file committed after the check fails the read
-with the same names instead of a raw Arrow error."""
+with the same names instead of a raw Arrow error.
+
+The checks read the stored values and cast them with Arrow; where the files live only
+changes how their bytes are fetched, which every S3 read test covers. Local disk only
+(`local_only`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ import pytest
 
 import lakeformat as lf
 from lakeformat.operation.write_job import write_table
+
+pytestmark = pytest.mark.local_only  # see the module docstring
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("c", pa.string())])
 

@@ -1,6 +1,10 @@
 """FLOAT/DOUBLE primary keys compare as Java Paimon compares them (`Double.compare` /
 `Float.compare` in its generated key comparator, Paimon >= 2.0): every NaN is one key, and
--0.0 and 0.0 are two keys. Buckets hash the raw bits, as Java's BinaryRow does."""
+-0.0 and 0.0 are two keys. Buckets hash the raw bits, as Java's BinaryRow does.
+
+Key order and bucket hashes are computed on Arrow columns before any file exists: local
+disk only (`local_only`); the store adds nothing to a comparison.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ import pytest
 
 from lakeformat.meta.bucket import bucket_ids
 from lakeformat.schema.types import from_arrow
+
+pytestmark = pytest.mark.local_only  # see the module docstring
 
 NAN = float("nan")
 

@@ -1,4 +1,10 @@
-"""Schema evolution through the public API: alter, merge-schema writes, reads by field id."""
+"""Schema evolution through the public API: alter, merge-schema writes, reads by field id.
+
+Field ids, type rules, casts and merge-schema decisions are made on schema JSON and Arrow
+columns; the store only publishes the schema files, and that publishing on S3 (a
+write-if-absent, raced by two processes) is pinned by `test_merge_schema_concurrency` and the
+S3 runs of `test_table` and `test_concurrent_writers`. Local disk only (`local_only`).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,8 @@ from lakeformat import Move
 from lakeformat import SchemaChange as SC
 from lakeformat.schema.type_text import parse_type
 from lakeformat.schema.types import DataField
+
+pytestmark = pytest.mark.local_only  # see the module docstring
 
 
 def listing(t: lf.Table) -> dict[str, bytes]:

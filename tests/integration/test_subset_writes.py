@@ -1,5 +1,11 @@
 """Each stream writes only its own columns: omitted nullable columns are written null, and each
-merge engine treats those nulls its own way (README, `write`)."""
+merge engine treats those nulls its own way (README, `write`).
+
+What is asserted is how each merge engine reads the nulls of omitted columns: merge
+rules over Arrow columns, the same whichever store holds the files. Local disk only
+(`local_only`): the files these writes publish are published on S3 by the S3 runs of
+`test_table`, `test_concurrent_writers` and `test_delete_where`.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,8 @@ import pytest
 
 import lakeformat as lf
 from tests.support.two_streams import COLUMNS, STEPS, TWO_STREAMS
+
+pytestmark = pytest.mark.local_only  # see the module docstring
 
 
 def by_id(t: lf.Table) -> dict[int, tuple]:

@@ -184,3 +184,94 @@ def test_bad_values_after_rendering_fail_at_once(s3_conn, dags, tmp_path):
     with pytest.raises(AirflowFailException, match="missing.parquet does not exist"):
         op.execute(_context())
     assert _state(t) == before
+
+
+@pytest.mark.parametrize(("dag_id", "n"), [("lf_test_templated_expire", "two"),
+                                           ("lf_test_templated_expire_native", 0)])
+def test_bad_rendered_retention_fails_at_once_naming_it(s3_conn, dags, capsys, dag_id, n):
+    """`retain_min="{{ params.n }}"` rendering to a value expiry cannot take: the first try
+    fails (retries=2 unused) with InvalidArgumentError naming the argument and the value,
+    and the table is as it was."""
+    uri, options = s3_conn
+    t = _table(uri, options)
+    before = _state(t)
+    run = dags.load("lf_test_templated.py", dag_id).test(
+        logical_date=_day(), run_conf={"table": "db.t", "n": n, "max": None,
+                                       "older_than": "1 ms", "max_deletes": None,
+                                       "dry_run": False})
+    assert run.state == "failed"
+    assert _tries(run)["expire_snapshots"] == ("failed", 1)
+    assert f"InvalidArgumentError: retain_min must be a whole number >= 1 (or empty for the " \
+           f"default), got {n!r}" in capsys.readouterr().out  # the task's log
+    assert _state(t) == before
+
+
+def _every_operator() -> list[type]:
+    import lakeformat_airflow.operators as ops
+
+    # the backfill operator converts its own arguments (operators/backfill.py)
+    return [getattr(ops, name) for name in ops.__all__
+            if issubclass(getattr(ops, name), ops.LakeformatBaseOperator)
+            and name not in ("LakeformatBaseOperator", "LakeformatBackfillOperator")]
+
+
+def _required(cls: type) -> dict:
+    """The arguments an operator cannot be built without (literal, valid)."""
+    return {"LakeformatIngestOperator": {"source": "a.csv"},
+            "LakeformatCreateTableOperator": {"columns": "id BIGINT"},
+            "LakeformatAlterTableOperator": {"changes": []},
+            "LakeformatCreateTagOperator": {"tag": "t"},
+            "LakeformatRollbackOperator": {"to": 1}}.get(cls.__name__, {})
+
+
+#: a rendered value each argument cannot take (default "<no such value>"); text arguments
+#: that take any text (a commit user, a comment) have none
+BAD = {"where": "[<no such value>", "source": " ", "columns": " ", "primary_keys": "[1, 2]",
+       "partition_keys": "[1, 2]", "tag": " ", "to": " "}
+ANY_TEXT = ("commit_user", "comment")
+
+
+@pytest.mark.parametrize("cls", _every_operator(), ids=lambda c: c.__name__)
+def test_every_argument_is_a_template_field_checked_once_rendered(cls):
+    """Each converted argument renders (it is a template field), passes the parse-time check
+    as a template, and a rendered value the argument cannot take fails the task at once with
+    InvalidArgumentError naming it."""
+    assert cls.arguments, cls
+    assert set(cls.arguments) <= set(cls.template_fields), cls
+    for name in cls.arguments:
+        op = cls(task_id="x", table="db.t", **{**_required(cls), name: "{{ params.x }}"})
+        if name in ANY_TEXT:
+            continue
+        bad = BAD.get(name, "<no such value>")
+        op.render_template_fields({"params": {"x": bad}})
+        with pytest.raises(AirflowFailException, match=f"^InvalidArgumentError: {name} "):
+            op.execute(_context())
+
+
+def test_rendered_text_becomes_the_value_the_library_takes():
+    op = LakeformatExpireSnapshotsOperator(
+        task_id="x", table="db.t", retain_min="{{ params.n }}", retain_max="{{ params.m }}",
+        older_than="{{ params.age }}", max_deletes="{{ params.d }}",
+        dry_run="{{ params.dry }}")
+    op.render_template_fields({"params": {"n": 3, "m": "null", "age": "", "d": " 7 ",
+                                          "dry": "True"}})
+    op.convert_arguments(rendered=True)
+    assert (op.retain_min, op.retain_max, op.older_than, op.max_deletes, op.dry_run) == (
+        3, None, None, 7, True)
+    op = LakeformatCompactOperator(task_id="x", table="db.t", full="{{ params.full }}",
+                                   partitions="{{ params.p }}", where="{{ params.w }}",
+                                   memory_budget="{{ params.b }}", engine="{{ params.e }}")
+    op.render_template_fields({"params": {"full": False, "p": [{"dt": "2024-06-01"}],
+                                          "w": None, "b": "512 mb", "e": "Spark"}})
+    op.convert_arguments(rendered=True)
+    assert (op.full, op.partitions, op.where, op.memory_budget, op.engine) == (
+        False, [{"dt": "2024-06-01"}], None, "512 mb", "spark")
+    op = LakeformatRollbackOperator(task_id="x", table="db.t", to="{{ params.to }}")
+    op.render_template_fields({"params": {"to": "12"}})
+    op.convert_arguments(rendered=True)
+    assert op.to == 12
+    with pytest.raises(ValueError, match="retain_max \\(1\\) must be >= retain_min \\(2\\)"):
+        op = LakeformatExpireSnapshotsOperator(task_id="x", table="db.t", retain_min="2",
+                                               retain_max="{{ params.m }}")
+        op.retain_max = "1"  # as rendered
+        op.convert_arguments(rendered=True)

@@ -212,3 +212,84 @@ def test_clean_schemas_operator_compacts_manifests_first(s3_conn):
     assert out["kept_kinds"] == {"0": "deleted-file", "1": "latest"}
     with pytest.raises(ValueError):
         LakeformatCleanSchemasOperator(task_id="y", table="db.t", compact_manifests="yes")
+
+
+# -- templated arguments --------------------------------------------------------------------------
+def _five_snapshots(uri, options) -> lf.Table:
+    catalog = lf.Catalog(uri, options=options)
+    catalog.create_database("db", exist_ok=True)
+    t = catalog.create_table("db.t", pa.schema([pa.field("id", pa.int64(), nullable=False),
+                                                ("v", pa.int64())]),
+                             primary_keys=["id"], options={"bucket": "1"})
+    for i in range(5):
+        t.write(pa.table({"id": [i], "v": [i]}))
+    return t
+
+
+@pytest.mark.parametrize("dag_id", ["lf_test_templated_expire",
+                                    "lf_test_templated_expire_native"])
+def test_templated_retention_expires_the_right_snapshots(s3_conn, dags, dag_id):
+    """`retain_min="{{ params.n }}"` (and the other counts, the age, the flag) rendered as
+    text or as native values: converted to what expiry takes, and obeyed."""
+    uri, options = s3_conn
+    t = _five_snapshots(uri, options)
+    dag = dags.load("lf_test_templated.py", dag_id)
+    # every param in every run_conf: dag.test() keeps a param the last run_conf set
+    conf = {"table": "db.t", "n": 2, "max": None, "older_than": "1 ms", "max_deletes": None,
+            "dry_run": False}
+    dry = dag.test(logical_date=DAY, run_conf={**conf, "dry_run": True})
+    assert dry.state == "success", dags.states(dry)
+    assert dags.xcom(dry, "expire_snapshots")["dry_run"] is True
+    assert [s.id for s in t.snapshots()] == [1, 2, 3, 4, 5]
+    first = dag.test(logical_date=DAY + dt.timedelta(days=1),
+                     run_conf={**conf, "max_deletes": 1})  # one snapshot per run
+    assert first.state == "success", dags.states(first)
+    assert dags.xcom(first, "expire_snapshots")["snapshots_deleted"] == [1]
+    second = dag.test(logical_date=DAY + dt.timedelta(days=2), run_conf=conf)
+    assert second.state == "success", dags.states(second)
+    assert dags.xcom(second, "expire_snapshots")["snapshots_deleted"] == [2, 3]
+    assert [s.id for s in t.refresh().snapshots()] == [4, 5]  # retain_min 2
+    third = dag.test(logical_date=DAY + dt.timedelta(days=3),
+                     run_conf={**conf, "n": "1", "max": "1"})  # digits as text, both modes
+    assert third.state == "success", dags.states(third)
+    assert [s.id for s in t.refresh().snapshots()] == [5]
+    assert t.read().sort_by("id").to_pydict() == {"id": [0, 1, 2, 3, 4], "v": [0, 1, 2, 3, 4]}
+
+
+@pytest.mark.parametrize("dag_id", ["lf_test_templated_ops", "lf_test_templated_ops_native"])
+def test_every_operator_argument_templated(local_conn, dags, tmp_path, dag_id):
+    """Every operator with all its arguments from params — lists, dicts, ints, booleans, None —
+    as text (Airflow's default) and as native values: the same table as literal arguments give."""
+    schema = pa.schema([pa.field("dt", pa.string(), nullable=False),
+                        pa.field("id", pa.int64(), nullable=False), ("v", pa.int64())])
+    pq.write_table(pa.table({"dt": ["2024-06-01"] * 3 + ["2019-01-01"], "id": [1, 2, 3, 9],
+                             "v": [10, 20, 30, 90]}, schema=schema), tmp_path / "a.parquet")
+    age = f"{(dt.date.today() - dt.date(2020, 1, 1)).days} d"  # cut-off 2020-01-01
+    run = dags.load("lf_test_templated.py", dag_id).test(logical_date=DAY, run_conf={
+        "table": "db.all", "columns": "dt STRING NOT NULL, id BIGINT NOT NULL, v BIGINT",
+        "pk": ["dt", "id"], "partition_keys": "dt",
+        "options": {"bucket": 1, "partition.timestamp-formatter": "yyyy-MM-dd",
+                    "snapshot.num-retained.min": 1, "schema.num-retained.min": 1},
+        "changes": [{"action": "add_column", "field_name": "note", "data_type": "STRING"}],
+        "source": str(tmp_path / "*.parquet"), "format": "parquet", "budget": 64 << 20,
+        "partitions": [{"dt": "2024-06-01"}], "idle": "0 s", "per_commit": "4",
+        "n": 1, "older_than": "1 ms", "max_deletes": 10, "orphans_older_than": "0 s",
+        "enforce": False, "partition_age": age})
+    states = dags.states(run)
+    assert run.state == "success", states
+    t = lf.Catalog(local_conn).get_table("db.all")
+    assert (t.primary_keys, t.partition_keys) == (["dt", "id"], ["dt"])
+    assert t.options["bucket"] == "1" and t.schema.names == ["dt", "id", "v", "note"]
+    assert dags.xcom(run, "ingest")["rows_written"] == 4
+    compacted = dags.xcom(run, "compact")
+    assert compacted["total"]["buckets_compacted"] == 1  # the one partition named
+    assert dags.xcom(run, "create_tag")["snapshot_id"] == compacted["snapshot_ids"][-1]
+    assert dags.xcom(run, "expire_snapshots")["snapshots_deleted"] == [1]
+    assert dags.xcom(run, "clean_schemas")["schema_files_deleted"] == 1
+    assert dags.xcom(run, "remove_orphan_files")["dry_run"] is True
+    assert dags.xcom(run, "expire_partitions")["partitions_expired"] == ["dt=2019-01-01"]
+    rollback = dags.xcom(run, "rollback")
+    assert rollback["dry_run"] is True and rollback["snapshots_deleted"] == [3]
+    assert t.read().sort_by("id").to_pydict() == {
+        "dt": ["2024-06-01"] * 3, "id": [1, 2, 3], "v": [10, 20, 30], "note": [None] * 3}
+    assert [s.id for s in t.schemas()] == [1] and [s.id for s in t.snapshots()] == [2, 3]

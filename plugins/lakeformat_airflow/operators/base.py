@@ -11,10 +11,13 @@ one.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import datetime as dt
-from collections.abc import Iterator, Sequence
-from typing import Any
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
 
 from airflow.sdk import BaseOperator
 
@@ -48,32 +51,193 @@ def check_table_name(table: Any) -> None:
         raise InvalidArgumentError(f"table must be 'database.table', got {table!r}")
 
 
-def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
-    if templated(value):
-        return
-    if value not in choices:
-        raise InvalidArgumentError(f"{name} must be one of {', '.join(map(repr, choices))}, "
-                                   f"got {value!r}")
+# -- arguments: literal values checked when the DAG is parsed, all of them after rendering ----
+#: (argument name, value) -> the value the library takes, or InvalidArgumentError naming both
+Conversion = Callable[[str, Any], Any]
+
+#: what a template that rendered "no value" gives: empty text, Jinja's "None", JSON's null
+_NO_VALUE = ("", "none", "null")
+_WHOLE = re.compile(r"[+-]?\d+")
+_TRUE_FALSE = {"true": True, "false": False}
 
 
-def check_count(name: str, value: Any, minimum: int = 1) -> None:
-    """An optional whole number of at least `minimum` (retention counts, limits)."""
-    if value is None or templated(value):
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidArgumentError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+def no_value(value: Any) -> bool:
+    """None, or the text a template renders for nothing."""
+    return value is None or (isinstance(value, str) and value.strip().lower() in _NO_VALUE)
 
 
-def check_duration(name: str, value: Any) -> None:
-    """An optional age: a timedelta, a datetime (the cut-off) or Paimon's text ("7 d")."""
-    if value is None or templated(value) or isinstance(value, (dt.timedelta, dt.datetime)):
-        return
-    from lakeformat.options import parse_duration
+def bad_argument(name: str, value: Any, expected: str) -> InvalidArgumentError:
+    """The error of a bad argument: its name, what it takes, the value given."""
+    return InvalidArgumentError(f"{name} must be {expected}, got {value!r}")
 
+
+def to_count(name: str, value: Any, *, minimum: int = 1, optional: bool = True) -> int | None:
+    """A whole number >= `minimum` (retention counts, limits, ids): an int, or its digits as a
+    template renders them; nothing (None, "", "null") is None when the argument is optional."""
+    if optional and no_value(value):
+        return None
+    number = value
+    if isinstance(value, str) and _WHOLE.fullmatch(value.strip()):
+        number = int(value.strip())
+    if isinstance(number, bool) or not isinstance(number, int) or number < minimum:
+        blank = " (or empty for the default)" if optional else ""
+        raise bad_argument(name, value, f"a whole number >= {minimum}{blank}")
+    return number
+
+
+def to_required_count(name: str, value: Any) -> int:
+    """A whole number >= 1 that has no 'unset' (its default is a number)."""
+    return to_count(name, value, optional=False)  # type: ignore[return-value]
+
+
+def to_flag(name: str, value: Any) -> bool:
+    """True/False, or the text a template renders for one ("true", "False", any case)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE_FALSE:
+        return _TRUE_FALSE[value.strip().lower()]
+    raise bad_argument(name, value, "True or False (the text true/false once rendered)")
+
+
+def to_duration(name: str, value: Any) -> Any:
+    """An optional age: a timedelta, a datetime (the cut-off) or Paimon's duration text
+    ("7 d", "1 h"); the library parses the text again, so the text is what it gets."""
+    if no_value(value):
+        return None
+    if isinstance(value, (dt.timedelta, dt.datetime)):
+        return value
+    if isinstance(value, str):
+        from lakeformat.options import parse_duration
+
+        try:
+            parse_duration(value.strip(), name)
+            return value.strip()
+        except Exception:  # noqa: BLE001 - any parse failure is this argument's error
+            pass
+    raise bad_argument(name, value, "a duration such as '7 d', '1 h' or '30 min' (or a timedelta, "
+                            "or a datetime cut-off)")
+
+
+def to_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
+    """One of `choices` (text in any case); nothing is None when None is a choice."""
+    if None in choices and no_value(value):
+        return None
+    key = value.strip().lower() if isinstance(value, str) else value
+    if key is None or key not in choices:
+        named = ", ".join(repr(c) for c in choices if c is not None)
+        blank = " (or empty)" if None in choices else ""
+        raise bad_argument(name, value, f"one of {named}{blank}")
+    return key
+
+
+def choice(*choices: Any) -> Conversion:
+    """The conversion to one of `choices`."""
+    return lambda name, value: to_choice(name, value, choices)
+
+
+def to_budget(name: str, value: Any) -> int | str | None:
+    """An optional memory budget: bytes (an int or its digits) or text such as "512 mb"."""
+    if no_value(value):
+        return None
+    if isinstance(value, str) and _WHOLE.fullmatch(value.strip()):
+        value = int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str):
+        from lakeformat.options import parse_memory_size
+
+        try:
+            if parse_memory_size(value.strip(), name) > 0:
+                return value.strip()
+        except Exception:  # noqa: BLE001 - any parse failure is this argument's error
+            pass
+    raise bad_argument(name, value, "a positive number of bytes or a size such as '512 mb'")
+
+
+def to_text(name: str, value: Any) -> str | None:
+    """Optional text (a commit user, a comment); nothing is None."""
+    if no_value(value):
+        return None
+    if not isinstance(value, str):
+        raise bad_argument(name, value, "text")
+    return value
+
+
+def to_name(name: str, value: Any) -> str:
+    """Required, non-empty text (a tag name)."""
+    if not isinstance(value, str) or not value.strip():
+        raise bad_argument(name, value, "a non-empty name")
+    return value.strip()
+
+
+def _literal(name: str, text: str, expected: str) -> Any:
+    """A list or dict that a template rendered as text: JSON, or Python's repr of it (what a
+    list or dict param renders as without `render_template_as_native_obj`)."""
     try:
-        parse_duration(value, name)
-    except Exception as e:  # noqa: BLE001 - re-raised as the operator's argument error
-        raise InvalidArgumentError(f"{name}: {e}") from None
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise bad_argument(name, text, expected) from None
+
+
+def to_structure(name: str, value: Any, kind: type, expected: str, *,
+                 optional: bool = True) -> Any:
+    """A list (tuples become lists) or a dict, given as itself or as the text of one."""
+    if optional and no_value(value):
+        return None
+    if isinstance(value, str):
+        value = _literal(name, value, expected)
+    if kind is list and isinstance(value, tuple):
+        value = list(value)
+    if not isinstance(value, kind):
+        raise bad_argument(name, value, expected)
+    return value
+
+
+def to_partitions(name: str, value: Any) -> list[dict[str, Any]] | None:
+    """Optional partitions: a list of `{key: value}` dicts (or its text)."""
+    expected = "a list of {key: value} dicts, e.g. [{'dt': '2024-06-01'}]"
+    parts = to_structure(name, value, list, expected)
+    if parts is not None and not all(isinstance(p, dict) and p for p in parts):
+        raise bad_argument(name, value, expected)
+    return parts
+
+
+def to_names(name: str, value: Any) -> list[str]:
+    """Column names: a list, its text, or names separated by commas ("dt, id")."""
+    if no_value(value):
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        value = (to_structure(name, text, list, "a list of column names")
+                 if text.startswith("[") else [v.strip() for v in text.split(",")])
+    if isinstance(value, tuple):
+        value = list(value)
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise bad_argument(name, value, "a list of column names (or names separated by commas)")
+    return [v.strip() for v in value]
+
+
+def to_options(name: str, value: Any) -> dict[str, str]:
+    """Table options: a dict (or its text); values as Paimon reads them (booleans lower case)."""
+    options = to_structure(name, value, dict, "a dict of table options") or {}
+    return {str(k): str(v).lower() if isinstance(v, bool) else str(v)
+            for k, v in options.items()}
+
+
+def convert_arguments(operator: Any, arguments: Mapping[str, Conversion], rendered: bool
+                      ) -> None:
+    """Convert and check `operator`'s `arguments` in place: when the DAG is parsed
+    (`rendered=False`) only the literal ones — a template or another task's value is checked
+    once rendered; after rendering, every one of them."""
+    for name, convert in arguments.items():
+        value = getattr(operator, name)
+        if not rendered and templated(value):
+            continue
+        setattr(operator, name, convert(name, value))
 
 
 @contextlib.contextmanager
@@ -103,11 +267,18 @@ class LakeformatBaseOperator(BaseOperator):
     attach an event for the table's Asset `paimon://<warehouse>/<db>/<table>` to it (see
     `lakeformat_airflow.assets`): the warehouse is the connection's real one, read in the
     task, and templated or mapped table names get their events too.
+
+    Arguments: each operator's `arguments` maps an argument to its conversion (the `to_*`
+    functions above). A literal value is converted and checked when the DAG is parsed; a
+    template or another task's value once rendered, so "{{ params.n }}" becomes the int the
+    library takes, and a bad value fails the task at once with `InvalidArgumentError` naming
+    the argument. Every one of them is a template field.
     """
 
     template_fields: Sequence[str] = ("table",)
     ui_color = "#cfe8f3"
     writes_table = False
+    arguments: ClassVar[Mapping[str, Conversion]] = {}
 
     def __init__(self, *, table: str, lakeformat_conn_id: str = DEFAULT_CONN_ID,
                  skip_when_busy: bool = False, **kwargs: Any):
@@ -130,7 +301,7 @@ class LakeformatBaseOperator(BaseOperator):
         try:
             with library_errors():
                 check_table_name(self.table)
-                self.check_rendered()
+                self.convert_arguments(rendered=True)
                 hook = self.hook()
                 table = hook.get_table(self.table)
                 result = self.run(table, context)
@@ -159,8 +330,14 @@ class LakeformatBaseOperator(BaseOperator):
         """Whether `result` committed something new (an asset event is due)."""
         return True
 
-    def check_rendered(self) -> None:
-        """Argument checks that had to wait for the templates to render."""
+    def convert_arguments(self, rendered: bool) -> None:
+        """Convert and check `arguments` (see the class docstring), then `check_arguments`.
+        Subclasses call it with `rendered=False` at the end of `__init__`."""
+        convert_arguments(self, self.arguments, rendered)
+        self.check_arguments()
+
+    def check_arguments(self) -> None:
+        """Checks across arguments, on the ones already converted (not on templates)."""
 
     def run(self, table: Any, context: Any) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -215,8 +392,7 @@ class EngineMixin:
     spark_conn_id: str
 
     def use_spark(self) -> bool:
-        check_choice("engine", self.engine, ENGINES)
-        return self.engine == "spark"
+        return to_choice("engine", self.engine, ENGINES) == "spark"
 
     def spark(self, context: Any) -> Any:
         from lakeformat_airflow.hooks.spark import spark_session

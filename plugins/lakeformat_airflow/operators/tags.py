@@ -5,14 +5,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow.operators.base import (
     LakeformatBaseOperator,
-    check_count,
-    check_duration,
-    templated,
+    bad_argument,
+    to_count,
+    to_duration,
+    to_flag,
+    to_name,
 )
-from lakeformat_airflow.operators.maintenance import DryRunMixin
+
+
+def to_snapshot_or_tag(name: str, value: Any) -> int | str:
+    """A snapshot id (>= 1; digits as a template renders them) or a tag name."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value >= 1:
+            return value
+    elif isinstance(value, str) and value.strip():
+        return value.strip()
+    raise bad_argument(name, value, "a snapshot id (>= 1) or a tag name")
 
 
 class LakeformatCreateTagOperator(LakeformatBaseOperator):
@@ -20,25 +32,24 @@ class LakeformatCreateTagOperator(LakeformatBaseOperator):
     `tag="daily-{{ ds }}"`, `time_retained="30 d"`. A re-run finds its tag: with
     `exist_ok=True` (default) an existing tag of that name is reported, not an error."""
 
-    template_fields: Sequence[str] = ("table", "tag", "snapshot_id", "time_retained")
+    arguments = {"tag": to_name, "snapshot_id": to_count, "time_retained": to_duration,
+                 "exist_ok": to_flag}
+    template_fields: Sequence[str] = ("table", *arguments)
 
     def __init__(self, *, table: str, tag: str, snapshot_id: int | None = None,
                  time_retained: Any = None, exist_ok: bool = True, **kwargs: Any):
         super().__init__(table=table, **kwargs)
-        if not templated(tag) and (not isinstance(tag, str) or not tag.strip()):
-            raise InvalidArgumentError(f"tag must be a non-empty name, got {tag!r}")
-        check_count("snapshot_id", snapshot_id)
-        check_duration("time_retained", time_retained)
         self.tag, self.snapshot_id = tag, snapshot_id
         self.time_retained, self.exist_ok = time_retained, exist_ok
+        self.convert_arguments(rendered=False)
 
     def run(self, table: Any, context: Any) -> Any:
         import lakeformat as lf
 
-        snapshot_id = int(self.snapshot_id) if self.snapshot_id not in (None, "") else None
+        snapshot_id = self.snapshot_id
         try:
             return table.create_tag(self.tag, snapshot_id=snapshot_id,
-                                    time_retained=self.time_retained or None)
+                                    time_retained=self.time_retained)
         except lf.TagAlreadyExistsError:
             if not self.exist_ok:
                 raise
@@ -51,26 +62,22 @@ class LakeformatCreateTagOperator(LakeformatBaseOperator):
             return existing
 
 
-class LakeformatRollbackOperator(DryRunMixin, LakeformatBaseOperator):
-    """Make a snapshot id (int) or a tag (str) the table's latest state (`Table.rollback_to`):
-    later snapshots and tags are deleted. `dry_run` lists them and changes nothing."""
+class LakeformatRollbackOperator(LakeformatBaseOperator):
+    """Make a snapshot id (an int, or digits once rendered) or a tag (text) the table's latest
+    state (`Table.rollback_to`): later snapshots and tags are deleted. `dry_run` lists them and
+    changes nothing."""
 
-    template_fields: Sequence[str] = ("table", "to")
+    arguments = {"to": to_snapshot_or_tag, "dry_run": to_flag}
+    template_fields: Sequence[str] = ("table", *arguments)
     writes_table = True
 
     def __init__(self, *, table: str, to: int | str, dry_run: bool = False, **kwargs: Any):
         super().__init__(table=table, **kwargs)
-        if not templated(to) and (isinstance(to, bool) or not isinstance(to, (int, str))
-                                  or to == "" or (isinstance(to, int) and to < 1)):
-            raise InvalidArgumentError(f"to must be a snapshot id (>= 1) or a tag name, got {to!r}")
-        self._check_dry_run(dry_run)
         self.to, self.dry_run = to, dry_run
+        self.convert_arguments(rendered=False)
 
     def changed(self, result: Any) -> bool:
         return not result.dry_run and bool(result.deleted)
 
     def run(self, table: Any, context: Any) -> Any:
-        target = self.to
-        if isinstance(target, str) and target.strip().isdigit():
-            target = int(target)
-        return table.rollback_to(target, dry_run=self.dry_run)
+        return table.rollback_to(self.to, dry_run=self.dry_run)

@@ -6,19 +6,49 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow.operators.base import (
     DEFAULT_SPARK_CONN_ID,
     ENGINES,
     CommitIdentityMixin,
     EngineMixin,
     LakeformatBaseOperator,
-    check_choice,
-    templated,
+    bad_argument,
+    choice,
+    to_budget,
+    to_flag,
+    to_names,
+    to_options,
+    to_structure,
+    to_text,
 )
 
 FORMATS = (None, "parquet", "csv", "json")
 MODES = ("append", "overwrite")
+
+
+def to_source(name: str, value: Any) -> str | list[str]:
+    """A path or glob pattern, or a list of them (also as the text of a list, which a list
+    rendered by a template gives); text that is no list literal stays a pattern."""
+    expected = "a path, a glob pattern or a list of them"
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            value = to_structure(name, value, list, expected, optional=False)
+        except ValueError:  # "[ab]*.csv" is a pattern
+            pass
+    if isinstance(value, tuple):
+        value = list(value)
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(value, list) and value and all(isinstance(v, str) and v.strip()
+                                                 for v in value):
+        return [v.strip() for v in value]
+    raise bad_argument(name, value, expected)
+
+
+def to_columns(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise bad_argument(name, value, "Paimon SQL text, e.g. 'id BIGINT NOT NULL, name STRING'")
+    return value
 
 
 class LakeformatIngestOperator(CommitIdentityMixin, EngineMixin, LakeformatBaseOperator):
@@ -32,11 +62,14 @@ class LakeformatIngestOperator(CommitIdentityMixin, EngineMixin, LakeformatBaseO
     backfill of the same date finds its earlier commit and writes nothing.
 
     `engine="spark"` reads the files in Spark tasks and writes the buckets on executors
-    (`lakeformat.spark.ingest`); `memory_budget` then bounds each task's write buffer.
+    (`lakeformat.spark.ingest`); `memory_budget` then bounds each task's write buffer. Every
+    argument but `spark_conn_id` may be a template.
     """
 
-    template_fields: Sequence[str] = ("table", "source", "format", "mode", "commit_user",
-                                      "commit_identifier", "engine")
+    arguments = {"source": to_source, "format": choice(*FORMATS), "mode": choice(*MODES),
+                 "merge_schema": to_flag, "engine": choice(*ENGINES),
+                 "memory_budget": to_budget, "commit_user": to_text}
+    template_fields: Sequence[str] = ("table", *arguments, "commit_identifier")
     writes_table = True
 
     def __init__(self, *, table: str, source: str | list[str], format: str | None = None,
@@ -45,14 +78,6 @@ class LakeformatIngestOperator(CommitIdentityMixin, EngineMixin, LakeformatBaseO
                  memory_budget: int | str | None = None, commit_user: str | None = None,
                  commit_identifier: int | str | None = None, **kwargs: Any):
         super().__init__(table=table, **kwargs)
-        if not templated(source) and (not source or not isinstance(source, (str, list, tuple))):
-            raise InvalidArgumentError(f"source must be a path, a glob pattern or a list of "
-                                       f"them, got {source!r}")
-        check_choice("format", format, FORMATS)
-        check_choice("mode", mode, MODES)
-        check_choice("engine", engine, ENGINES)
-        if not isinstance(merge_schema, bool):
-            raise InvalidArgumentError(f"merge_schema must be True or False, got {merge_schema!r}")
         self.source = source
         self.format = format
         self.mode = mode
@@ -62,21 +87,14 @@ class LakeformatIngestOperator(CommitIdentityMixin, EngineMixin, LakeformatBaseO
         self.memory_budget = memory_budget
         self.commit_user = commit_user
         self.commit_identifier = commit_identifier
-
-    def check_rendered(self) -> None:
-        check_choice("engine", self.engine, ENGINES)
-        check_choice("format", self.format or None, FORMATS)
-        check_choice("mode", self.mode, MODES)
-        if not self.source or not isinstance(self.source, (str, list, tuple)):
-            raise InvalidArgumentError(f"source rendered to {self.source!r}: give a path, a "
-                                       "glob pattern or a list of them")
+        self.convert_arguments(rendered=False)
 
     def changed(self, result: Any) -> bool:
         return result.snapshot_id is not None and not result.already_committed
 
     def run(self, table: Any, context: Any) -> Any:
         user, identifier = self.commit_identity(context)
-        fmt = self.format or None
+        fmt = self.format
         overwrite = self.mode == "overwrite"
         self.log.info("ingesting %s into %s (%s, %s, commit %s / %s)", self.source, self.table,
                       self.mode, self.engine, user, identifier)
@@ -98,31 +116,32 @@ class LakeformatCreateTableOperator(LakeformatBaseOperator):
     `columns`: Paimon SQL text (`"id BIGINT NOT NULL, name STRING, dt STRING"`);
     `primary_keys`, `partition_keys`, `options` (Paimon's names: `bucket`, `merge-engine`,
     `fields.<f>.sequence-group`, ...). With `if_not_exists=True` (default) an existing table
-    is left as it is and reported with `created: False`.
+    is left as it is and reported with `created: False`. Every argument may be a template
+    (keys also as names separated by commas, options also as the text of a dict).
     """
 
-    template_fields: Sequence[str] = ("table", "columns", "options")
+    arguments = {"columns": to_columns, "primary_keys": to_names, "partition_keys": to_names,
+                 "options": to_options, "comment": to_text, "if_not_exists": to_flag}
+    template_fields: Sequence[str] = ("table", *arguments)
 
     def __init__(self, *, table: str, columns: str, primary_keys: Sequence[str] = (),
                  partition_keys: Sequence[str] = (), options: dict[str, Any] | None = None,
                  comment: str | None = None, if_not_exists: bool = True, **kwargs: Any):
         super().__init__(table=table, **kwargs)
-        if not templated(columns) and (not isinstance(columns, str) or not columns.strip()):
-            raise InvalidArgumentError("columns must be Paimon SQL text, e.g. 'id BIGINT NOT NULL, "
-                                       "name STRING'")
         self.columns = columns
-        self.primary_keys = list(primary_keys)
-        self.partition_keys = list(partition_keys)
-        self.options = {str(k): str(v).lower() if isinstance(v, bool) else str(v)
-                        for k, v in (options or {}).items()}
+        self.primary_keys = primary_keys
+        self.partition_keys = partition_keys
+        self.options = options
         self.comment = comment
         self.if_not_exists = if_not_exists
+        self.convert_arguments(rendered=False)
 
     def execute(self, context: Any) -> dict[str, Any]:
         from lakeformat_airflow.operators.base import check_table_name, library_errors
 
         with library_errors():
             check_table_name(self.table)
+            self.convert_arguments(rendered=True)
             result = self._create()
         self.log.info("%s %s at %s (schema %s)",
                       "created" if result["created"] else "kept existing", result["table"],
@@ -179,23 +198,28 @@ def schema_change(spec: Any) -> Any:
         raise lf.InvalidArgumentError(f"schema change {action}: {e}") from None
 
 
+def to_changes(name: str, value: Any) -> list[Any]:
+    """Schema changes: `SchemaChange` objects or dict specs, or the text of a list of specs
+    (a list param rendered by a template)."""
+    changes = to_structure(name, value, list, "a list of schema changes", optional=False)
+    for spec in changes:
+        if isinstance(spec, dict) and spec.get("action") not in _ACTIONS:
+            raise bad_argument(name, spec, f"a list of schema changes whose action is one of "
+                                           f"{', '.join(_ACTIONS)}")
+    return changes
+
+
 class LakeformatAlterTableOperator(LakeformatBaseOperator):
     """Apply schema changes as one new schema version (Paimon's rules; nothing changes when one
     is refused). `changes`: `lakeformat.SchemaChange` objects or dict specs (`schema_change`)."""
 
-    template_fields: Sequence[str] = ("table", "changes")
+    arguments = {"changes": to_changes}
+    template_fields: Sequence[str] = ("table", *arguments)
 
     def __init__(self, *, table: str, changes: Sequence[Any], **kwargs: Any):
         super().__init__(table=table, **kwargs)
-        if not hasattr(changes, "resolve") and (isinstance(changes, (str, bytes))
-                                                or not isinstance(changes, (list, tuple))):
-            raise InvalidArgumentError(f"changes must be a list of schema changes, got {changes!r}")
-        if not templated(changes):
-            for spec in changes:
-                if isinstance(spec, dict) and spec.get("action") not in _ACTIONS:
-                    raise InvalidArgumentError(f"schema change {spec!r}: action must be one of "
-                                               f"{', '.join(_ACTIONS)}")
-        self.changes = changes if hasattr(changes, "resolve") else list(changes)
+        self.changes = changes
+        self.convert_arguments(rendered=False)
 
     def run(self, table: Any, context: Any) -> Any:
         before = table.table_schema.id

@@ -356,3 +356,62 @@ def test_watch_follows_a_rollback(table):
     assert watch.check(table) is None and watch.after_id == 1
     sid = table.write(rows("2024-01-08", [1])).snapshot_id
     assert sid == 2 and watch.check(table)["snapshot_id"] == 2
+
+
+# -- templated arguments, Airflow's default_deferrable --------------------------------------------
+def test_templated_commit_kind_is_checked_once_rendered(table, dags):
+    """`commit_kind="{{ params.kind }}"`: rendered in any case it selects that kind; a kind
+    that does not exist fails the first try (retries=1 unused) without waiting."""
+    from airflow.utils.session import create_session
+
+    before = table.latest_snapshot().id
+
+    def append_then_compact(stop: threading.Event) -> None:
+        table.write(rows("2024-01-01", [3]))
+        if not stop.wait(1.0):
+            table.compact(full=True)
+
+    dag = dags.load("lf_test_sensor.py", "lf_test_sensor_kind")
+    with committing(append_then_compact):
+        run = dag.test(logical_date=when(10), run_conf={"table": "db.t", "after": str(before),
+                                                        "kind": "Compact"})
+    assert run.state == "success", dags.states(run)
+    assert dags.xcom(run, "wait")["commit_kind"] == "COMPACT"
+    bad = dag.test(logical_date=when(11), run_conf={"table": "db.t", "after": "",
+                                                    "kind": "merge"})
+    assert bad.state == "failed"
+    with create_session() as session:
+        (ti,) = bad.get_task_instances(session=session)
+        assert (str(ti.state), ti.try_number) == ("failed", 1)
+
+
+def _parsed(file_name: str, dag_id: str) -> Any:
+    """A DAG parsed now (the suite's `dags.load` keeps its first parse), from the DAGs folder."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]) / file_name,
+                 safe_mode=False)
+    assert not bag.import_errors, bag.import_errors
+    return bag.dags[dag_id]
+
+
+@pytest.mark.parametrize("setting", ["true", "false"])
+def test_deferrable_defaults_from_airflow_config(table, dags, s3_conn, tmp_path, monkeypatch,
+                                                 setting):
+    """A sensor without `deferrable` follows `[operators] default_deferrable`: set, it waits
+    deferred (its task instance was handed to a trigger); unset, it pokes (no trigger)."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", setting)
+    dag = _parsed("lf_test_sensor.py", "lf_test_sensor_config")
+    deferrable = setting == "true"
+    assert dag.get_task("wait").deferrable is deferrable
+    with child_writer(s3_conn, tmp_path):
+        run = dag.test(logical_date=when(12 if deferrable else 13),
+                       run_conf={"table": "db.t", "after": "", "newer_than": ""})
+    assert run.state == "success", dags.states(run)
+    assert dags.xcom(run, "wait")["commit_user"] == "writer-process"
+    with create_session() as session:
+        ti = session.query(TaskInstance).filter_by(dag_id=run.dag_id, run_id=run.run_id).one()
+        assert (ti.trigger_id is not None) is deferrable

@@ -26,7 +26,14 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from lakeformat_airflow import DEFAULT_CONN_ID
-from lakeformat_airflow.operators.base import check_table_name, library_errors, templated
+from lakeformat_airflow.operators.base import (
+    Conversion,
+    check_table_name,
+    convert_arguments,
+    library_errors,
+    to_flag,
+    to_structure,
+)
 from lakeformat_airflow.triggers.snapshot import (
     LakeformatSnapshotTrigger,
     SnapshotWatch,
@@ -37,6 +44,32 @@ from lakeformat_airflow.triggers.snapshot import (
 
 #: `task_state_store` key of the watermark in reschedule mode
 STATE_KEY = "lakeformat_snapshot_watermark"
+
+
+def _checked_instant(name: str, value: Any) -> Any:
+    """`newer_than` as given (the watch converts it), once it is known to convert."""
+    return None if instant_millis(value, name) is None else value
+
+
+def _partition(name: str, value: Any) -> dict[str, Any] | None:
+    return to_structure(name, value, dict, "a {key: value} dict, e.g. {'dt': '{{ ds }}'}")
+
+
+#: the sensor's arguments and their conversions (see `LakeformatBaseOperator`)
+ARGUMENTS: dict[str, Conversion] = {
+    "commit_kind": lambda name, value: commit_kind_arg(value),
+    "after_snapshot_id": lambda name, value: snapshot_id_arg(value),
+    "newer_than": _checked_instant,
+    "partition": _partition,
+}
+
+
+def default_deferrable() -> bool:
+    """`[operators] default_deferrable` (env `AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE`), read
+    when the sensor is built, as Airflow's own providers default their `deferrable`."""
+    from airflow.sdk import conf
+
+    return conf.getboolean("operators", "default_deferrable", fallback=False)
 
 
 class LakeformatSnapshotSensor(BaseSensorOperator):
@@ -53,58 +86,50 @@ class LakeformatSnapshotSensor(BaseSensorOperator):
     of its keys). The first matching snapshot, oldest first, is returned.
 
     `deferrable=True` waits in the triggerer (`LakeformatSnapshotTrigger`, polling every
-    `poke_interval` seconds); `timeout` bounds the wait in every mode.
+    `poke_interval` seconds); its default is Airflow's `[operators] default_deferrable`
+    (false unless set). `timeout` bounds the wait in every mode. `table`, the bounds,
+    `commit_kind` and `partition` may be templates: a literal value is checked when the DAG is
+    parsed, a template once rendered (a bad one fails the task at once).
     """
 
-    template_fields: Sequence[str] = ("table", "after_snapshot_id", "newer_than", "partition")
+    template_fields: Sequence[str] = ("table", *ARGUMENTS)
     ui_color = "#cfe8f3"
 
     def __init__(self, *, table: str, lakeformat_conn_id: str = DEFAULT_CONN_ID,
                  after_snapshot_id: int | str | None = None,
                  newer_than: dt.datetime | str | None = None, commit_kind: str | None = None,
-                 partition: dict[str, Any] | None = None, deferrable: bool = False,
+                 partition: dict[str, Any] | None = None, deferrable: bool | None = None,
                  **kwargs: Any):
         super().__init__(**kwargs)
         check_table_name(table)
-        self.commit_kind = commit_kind_arg(commit_kind)
-        if not templated(after_snapshot_id):
-            snapshot_id_arg(after_snapshot_id)
-        if not templated(newer_than):
-            instant_millis(newer_than)
-        if partition is not None and not isinstance(partition, dict):
-            raise ValueError(f"partition must be a {{key: value}} dict, got {partition!r}")
-        if not isinstance(deferrable, bool):
-            raise ValueError(f"deferrable must be True or False, got {deferrable!r}")
         self.table = table
         self.lakeformat_conn_id = lakeformat_conn_id
+        self.commit_kind = commit_kind
         self.after_snapshot_id = after_snapshot_id
         self.newer_than = newer_than
         self.partition = partition
-        self.deferrable = deferrable
+        convert_arguments(self, ARGUMENTS, rendered=False)
+        self.deferrable = to_flag("deferrable", default_deferrable() if deferrable is None
+                                  else deferrable)
         self._watch: SnapshotWatch | None = None
         self._table: Any = None
 
     # -- the wait ------------------------------------------------------------------------------
     def _rendered_watch(self) -> SnapshotWatch:
-        """The criteria from the rendered template fields (bad values fail the task)."""
-        from airflow.sdk.exceptions import AirflowFailException
-
+        """The criteria from the rendered template fields (a bad value raises
+        `InvalidArgumentError`, which fails the task at once)."""
         check_table_name(self.table)
-        try:
-            after = snapshot_id_arg(self.after_snapshot_id)
-            newer = instant_millis(self.newer_than)
-        except ValueError as e:
-            raise AirflowFailException(str(e)) from None
-        return SnapshotWatch(after_snapshot_id=after, newer_than_millis=newer,
+        convert_arguments(self, ARGUMENTS, rendered=True)
+        return SnapshotWatch(after_snapshot_id=self.after_snapshot_id,
+                             newer_than_millis=instant_millis(self.newer_than),
                              commit_kind=self.commit_kind, partition=self.partition or None)
 
     def _store(self, context: Any) -> Any:
         return context.get("task_state_store") if self.reschedule else None
 
-    def _start(self, context: Any, table: Any) -> SnapshotWatch:
+    def _start(self, context: Any, table: Any, watch: SnapshotWatch) -> SnapshotWatch:
         if self._watch is not None:
             return self._watch
-        watch = self._rendered_watch()
         store = self._store(context)
         saved = store.get(STATE_KEY) if store is not None else None
         if isinstance(saved, dict) and isinstance(saved.get("after_snapshot_id"), int):
@@ -117,11 +142,13 @@ class LakeformatSnapshotSensor(BaseSensorOperator):
 
     def poke(self, context: Any) -> bool | PokeReturnValue:
         with library_errors():
+            # the rendered arguments are checked before the store is touched
+            watch = self._watch or self._rendered_watch()
             if self._table is None:
                 from lakeformat_airflow.hooks.lakeformat import LakeformatHook
 
                 self._table = LakeformatHook(self.lakeformat_conn_id).get_table(self.table)
-            watch = self._start(context, self._table)
+            watch = self._start(context, self._table, watch)
             found = watch.check(self._table)
         store = self._store(context)
         if found is None:

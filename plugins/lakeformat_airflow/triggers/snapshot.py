@@ -26,6 +26,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow import DEFAULT_CONN_ID
 
 #: commit kinds a wait can ask for (Paimon's `commitKind`; ANALYZE commits change no data)
@@ -45,7 +46,7 @@ def commit_kind_arg(value: Any) -> str | None:
         return None
     kind = str(value).strip().upper() if isinstance(value, str) else value
     if kind not in COMMIT_KINDS:
-        raise ValueError(f"commit_kind must be one of {', '.join(COMMIT_KINDS)} "
+        raise InvalidArgumentError(f"commit_kind must be one of {', '.join(COMMIT_KINDS)} "
                          f"(any case), got {value!r}")
     return kind
 
@@ -55,15 +56,16 @@ def snapshot_id_arg(value: Any) -> int | None:
     if _unset(value):
         return None
     if isinstance(value, bool):
-        raise ValueError(f"after_snapshot_id must be a snapshot id, got {value!r}")
+        raise InvalidArgumentError(f"after_snapshot_id must be a snapshot id, got {value!r}")
     if isinstance(value, int):
         sid = value
     elif isinstance(value, str) and value.strip().isdigit():
         sid = int(value.strip())
     else:
-        raise ValueError(f"after_snapshot_id must be a snapshot id (digits), got {value!r}")
+        raise InvalidArgumentError(f"after_snapshot_id must be a snapshot id (digits), "
+                                   f"got {value!r}")
     if sid < 0:
-        raise ValueError(f"after_snapshot_id must be >= 0, got {value!r}")
+        raise InvalidArgumentError(f"after_snapshot_id must be >= 0, got {value!r}")
     return sid
 
 
@@ -77,12 +79,12 @@ def instant_millis(value: Any, name: str = "newer_than") -> int | None:
         try:
             when = dt.datetime.fromisoformat(value.strip())
         except ValueError:
-            raise ValueError(f"{name} must be a datetime or ISO 8601 text, got {value!r}"
-                             ) from None
+            raise InvalidArgumentError(f"{name} must be a datetime or ISO 8601 text, "
+                                       f"got {value!r}") from None
     elif isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         when = dt.datetime(value.year, value.month, value.day)
     if not isinstance(when, dt.datetime):
-        raise ValueError(f"{name} must be a datetime or ISO 8601 text, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be a datetime or ISO 8601 text, got {value!r}")
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     micros = (when - EPOCH) // dt.timedelta(microseconds=1)

@@ -156,8 +156,18 @@ def test_maintenance_dag(where, request, dags):
     assert run.state == "success", states
     assert sorted(dags.xcom(run, "list_tables")) == sorted(TABLES)
     assert sum(1 for k in states if k.startswith("maintain.compact[")) == len(TABLES)
-    cleaned = [dags.xcom(run, "maintain.clean_schemas", i) for i in range(len(TABLES))]
-    assert [c["schema_files_deleted"] for c in cleaned] == [1] * len(TABLES)
+    # the list is sorted: the mapped groups run the tables in that order
+    manifests = {name: dags.xcom(run, "maintain.compact_manifests", i)
+                 for i, name in enumerate(sorted(TABLES))}
+    cleaned = {name: dags.xcom(run, "maintain.clean_schemas", i)
+               for i, name in enumerate(sorted(TABLES))}
+    # schema 1, never written with, goes at the manifest compaction; schema 0 once the
+    # snapshots naming its replaced files expired: this run where the policy keeps one snapshot
+    assert {n: m["schema_files_deleted"] for n, m in manifests.items()} == dict.fromkeys(
+        TABLES, 1)
+    assert all(m["manifest_compaction_snapshot"] for m in manifests.values()), manifests
+    assert {n: c["schema_files_deleted"] for n, c in cleaned.items()} == {
+        name: int(keep == 1) for name, (_, keep) in TABLES.items()}
 
     retained: list[tuple[str, int]] = []
     for name, (_, keep) in TABLES.items():
@@ -166,10 +176,12 @@ def test_maintenance_dag(where, request, dags):
         snaps = table.snapshots()
         assert len(snaps) == keep, (name, [s.id for s in snaps])
         assert snaps[-1].commit_kind == "COMPACT"
-        # schema 1 was never written with: gone. Schema 0 stays: the compaction snapshot's
-        # manifests still name the replaced files (DELETE entries), and their schema is kept
-        # while any retained manifest names a file written with it (schema_retention.py)
-        assert _schema_files(table) == [0, 2], name
+        # schema 1 was never written with: gone. Schema 0 goes with the snapshots whose
+        # manifests name the files compaction replaced (DELETE entries): where the policy
+        # keeps two snapshots the compaction's own stays, and schema 0 with it (a later run)
+        assert _schema_files(table) == ([2] if keep == 1 else [0, 2]), name
+        if keep == 2:
+            assert cleaned[name]["kept_kinds"]["0"] == "deleted-file", name
         if name == "db.dedup":  # the index files of the expired snapshots went with them
             index_dir = table.file_io.join(table.path, "index")
             left = table.file_io.list_status(index_dir)
@@ -202,3 +214,47 @@ def test_maintenance_dag(where, request, dags):
                 zip(*[mine[c].to_pylist() for c in ("dt", "id", "v")])), (name, snap_id)
     # the pattern left this table alone
     assert [s.id for s in catalog.get_table("other.untouched").snapshots()] == untouched
+
+
+def test_maintenance_retires_old_schema_files(s3_conn, dags):
+    """A table written under schema 0, altered and written under schema 1: its own options
+    let old snapshots and schemas go. One maintenance run leaves schema 1 alone in schema/,
+    and the rows read the same. A table keeping two snapshots loses schema 0 on the next
+    day's run, after a day's write."""
+    uri, options = s3_conn
+    catalog = lf.Catalog(uri, options=options)
+    catalog.create_database("shop")
+    retention = {"bucket": "1", "snapshot.num-retained.min": "1",
+                 "snapshot.time-retained": "1 ms", "schema.num-retained.min": "1",
+                 "schema.time-retained": "1 ms"}
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    for name, keep in (("shop.orders", "1"), ("shop.slow", "2")):
+        t = catalog.create_table(name, schema, primary_keys=["id"],
+                                 options={**retention, "snapshot.num-retained.min": keep})
+        t.write(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=schema))
+        t.alter(lf.SchemaChange.add_column("note", pa.string()))
+        t.write(pa.table({"id": [3, 4], "v": ["C", "d"], "note": ["x", None]}))
+    rows = {n: catalog.get_table(n).read().sort_by("id") for n in ("shop.orders", "shop.slow")}
+
+    def schema_dir(name: str) -> list[str]:
+        t = catalog.get_table(name)
+        return sorted(s.path.rsplit("/", 1)[-1]
+                      for s in t.file_io.list_status(t.file_io.join(t.path, "schema")))
+
+    assert schema_dir("shop.orders") == schema_dir("shop.slow") == ["schema-0", "schema-1"]
+    dag = dags.load("lakeformat_maintenance.py", "lakeformat_maintenance")
+    conf = {"tables": "shop.*", "partition_idle_time": "0 s", "engine": "local"}
+    run = dag.test(logical_date=DAY + dt.timedelta(days=10), run_conf=conf)
+    assert run.state == "success", dags.states(run)
+    assert schema_dir("shop.orders") == ["schema-1"]
+    assert schema_dir("shop.slow") == ["schema-0", "schema-1"]  # its compaction kept
+    for name, before in rows.items():
+        assert catalog.get_table(name).read().sort_by("id").equals(before), name
+
+    slow = catalog.get_table("shop.slow")
+    slow.write(pa.table({"id": [5], "v": ["e"], "note": ["y"]}))
+    run = dag.test(logical_date=DAY + dt.timedelta(days=11), run_conf=conf)
+    assert run.state == "success", dags.states(run)
+    assert schema_dir("shop.slow") == ["schema-1"]
+    assert slow.refresh().read().sort_by("id").to_pydict() == {
+        "id": [1, 2, 3, 4, 5], "v": ["a", "b", "C", "d", "e"], "note": [None, None, "x", None, "y"]}

@@ -1,7 +1,7 @@
 """Nightly maintenance of every table matching a pattern, one mapped task group per table:
 
     compact (full, partitions idle for `partition_idle_time`)
-      -> compact manifests -> expire snapshots -> clean schema files -> remove orphan files
+      -> manifest compaction -> expire snapshots -> clean schema files -> remove orphan files
 
 Policies come from each table's options, as Paimon reads them: `snapshot.num-retained.min`,
 `snapshot.num-retained.max`, `snapshot.time-retained`, `snapshot.expire.limit` for expiry;
@@ -10,12 +10,13 @@ Policies come from each table's options, as Paimon reads them: `snapshot.num-ret
 
 The order is what lets old schema files go. A full compaction rewrites the files of an old
 schema, but its snapshot's manifests still name them (DELETE entries), and so does every
-snapshot before it. `compact_manifests` (`LakeformatCleanSchemasOperator(compact_manifests=
-True)`) commits Paimon's manifest compaction — a COMPACT snapshot of the same data whose
-manifests name only live files — and deletes the schema files already free; expiry then
-retires the snapshots before it as the table's snapshot options allow, and `clean_schemas`
-deletes the schemas only those named (as the schema options allow): in the same run when every
-snapshot before the manifest compaction may expire, else on a later run.
+snapshot before it. The `manifest_compaction` task (`LakeformatCleanSchemasOperator(
+compact_manifests=True)`) commits Paimon's manifest compaction — a COMPACT snapshot of the
+same data whose manifests name only live files — and deletes the schema files already free;
+expiry then retires the snapshots before it as the table's snapshot options allow, and
+`clean_schemas` deletes the schemas only those named (as the schema options allow): in the
+same run when every snapshot before the manifest compaction may expire, else on a later run.
+
 At most two compactions run at once (each bounded by its table's `write-buffer-size`, or on
 Spark). A table is never maintained twice at once: `max_active_runs=1` here, and every
 maintenance job holds the table's maintenance lease, so a job of another DAG (the hourly
@@ -69,7 +70,7 @@ with DAG(
             task_id="compact", table=table, full=True,
             partition_idle_time="{{ params.partition_idle_time }}",
             engine="{{ params.engine }}", max_active_tis_per_dagrun=2)
-        manifests = LakeformatCleanSchemasOperator(task_id="compact_manifests", table=table,
+        manifests = LakeformatCleanSchemasOperator(task_id="manifest_compaction", table=table,
                                                    compact_manifests=True)
         expire = LakeformatExpireSnapshotsOperator(task_id="expire_snapshots", table=table)
         schemas = LakeformatCleanSchemasOperator(task_id="clean_schemas", table=table)

@@ -157,7 +157,7 @@ def test_maintenance_dag(where, request, dags):
     assert sorted(dags.xcom(run, "list_tables")) == sorted(TABLES)
     assert sum(1 for k in states if k.startswith("maintain.compact[")) == len(TABLES)
     # the list is sorted: the mapped groups run the tables in that order
-    manifests = {name: dags.xcom(run, "maintain.compact_manifests", i)
+    manifests = {name: dags.xcom(run, "maintain.manifest_compaction", i)
                  for i, name in enumerate(sorted(TABLES))}
     cleaned = {name: dags.xcom(run, "maintain.clean_schemas", i)
                for i, name in enumerate(sorted(TABLES))}

@@ -44,11 +44,14 @@ def templated(value: Any) -> bool:
 
 
 def check_table_name(table: Any) -> None:
-    """'database.table' — unless a template or a mapped/XCom argument resolves it later."""
+    """'database.table' with names every catalog accepts (`lakeformat.identifier`: Paimon's
+    rules and the file system's length limit; `InvalidIdentifierError` otherwise) — unless a
+    template or a mapped/XCom argument resolves it later (`execute` checks it then)."""
     if templated(table):
         return
-    if not isinstance(table, str) or table.count(".") != 1 or not all(table.split(".")):
-        raise InvalidArgumentError(f"table must be 'database.table', got {table!r}")
+    from lakeformat.identifier import check_identifier
+
+    check_identifier(table)
 
 
 # -- arguments: literal values checked when the DAG is parsed, all of them after rendering ----

@@ -23,7 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakeformat.errors import InvalidArgumentError
-from lakeformat_airflow.operators.base import LakeformatBaseOperator, templated
+from lakeformat_airflow.operators.base import (
+    LakeformatBaseOperator,
+    choice,
+    to_flag,
+    to_text,
+)
 
 FORMATS = (None, "parquet", "csv", "json")
 MODES = ("append", "overwrite")
@@ -38,15 +43,6 @@ def day_identifier(day: dt.date) -> int:
     """A day's commit identifier: its UTC midnight in epoch milliseconds (what the daily DAG
     uses for a logical date, so both read alike in `lakeformat snapshots`)."""
     return int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp() * 1000)
-
-
-def parse_flag(name: str, value: Any) -> bool:
-    """A boolean argument, or the text a template renders it to ("True", "false")."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise InvalidArgumentError(f"{name} must be true or false, got {value!r}")
 
 
 def parse_day(name: str, value: Any) -> dt.date | None:
@@ -74,19 +70,12 @@ def day_range(start: dt.date, end: dt.date, max_days: int = MAX_DAYS) -> list[dt
     return [start + dt.timedelta(days=i) for i in range(count)]
 
 
-def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
-    """One of `choices` (empty text is None where None is one)."""
-    value = None if value == "" and None in choices else value
-    if value not in choices:
-        named = ", ".join(repr(c) for c in choices if c is not None)
-        raise InvalidArgumentError(f"{name} must be one of {named}, got {value!r}")
-    return value
-
-
-def check_source(source: Any) -> None:
+def check_source(name: str, source: Any) -> str:
+    """A path or glob with `{date}` where the day goes."""
     if not isinstance(source, str) or "{date}" not in source:
-        raise InvalidArgumentError(f"source {source!r} has no {{date}} placeholder: give a path "
+        raise InvalidArgumentError(f"{name} {source!r} has no {{date}} placeholder: give a path "
                                    "or glob with {date} where the day (YYYY-MM-DD) goes")
+    return source
 
 
 def merges_in_commit_order(options: dict[str, str], primary_keys: Sequence[str]) -> bool:
@@ -190,8 +179,10 @@ class LakeformatBackfillOperator(LakeformatBaseOperator):
     snapshot; a failing day fails the task naming the day and the days not run.
     """
 
-    template_fields: Sequence[str] = ("table", "source", "start", "end", "format", "mode",
-                                      "merge_schema", "reingest", "commit_user")
+    arguments = {"source": check_source, "start": parse_day, "end": parse_day,
+                 "format": choice(*FORMATS), "mode": choice(*MODES), "merge_schema": to_flag,
+                 "reingest": to_flag, "commit_user": to_text}
+    template_fields: Sequence[str] = ("table", *arguments)
     writes_table = True
 
     def __init__(self, *, table: str, source: str, start: Any = None, end: Any = None,
@@ -208,28 +199,14 @@ class LakeformatBackfillOperator(LakeformatBaseOperator):
         self.reingest = reingest
         self.commit_user = commit_user
         self.max_days = max_days
-        for name, choices in (("format", FORMATS), ("mode", MODES)):
-            if not templated(getattr(self, name)):
-                check_choice(name, getattr(self, name), choices)
-        if not templated(source):
-            check_source(source)
-        for name in ("merge_schema", "reingest"):
-            if not templated(getattr(self, name)):
-                parse_flag(name, getattr(self, name))
-        if not templated(start) and not templated(end):
-            first = parse_day("start", start)
-            if first is not None:
-                day_range(first, parse_day("end", end) or first, max_days)
+        self.convert_arguments(rendered=False)
 
-    def check_rendered_arguments(self) -> None:
-        """Every argument once rendered (before the table is touched), in their own types."""
-        self.format = check_choice("format", self.format, FORMATS)
-        self.mode = check_choice("mode", self.mode, MODES)
-        check_source(self.source)
-        self.merge_schema = parse_flag("merge_schema", self.merge_schema)
-        self.reingest = parse_flag("reingest", self.reingest)
-        parse_day("start", self.start)
-        parse_day("end", self.end)
+    def check_arguments(self) -> None:
+        """A literal range is checked when the DAG is parsed, a templated one once rendered."""
+        first = self.start if isinstance(self.start, dt.date) else None
+        last = self.end if isinstance(self.end, dt.date) else None
+        if first is not None:
+            day_range(first, last or first, self.max_days)
 
     def changed(self, result: Any) -> bool:
         return bool(result.of("landed"))
@@ -237,13 +214,10 @@ class LakeformatBackfillOperator(LakeformatBaseOperator):
     def days(self, context: Any) -> list[dt.date]:
         """The range: `start` (default the run's trigger day, UTC — stable across retries)
         to `end` (default `start`)."""
-        start = parse_day("start", self.start)
-        if start is None:
-            start = context["dag_run"].run_after.astimezone(dt.UTC).date()
-        return day_range(start, parse_day("end", self.end) or start, self.max_days)
+        start = self.start or context["dag_run"].run_after.astimezone(dt.UTC).date()
+        return day_range(start, self.end or start, self.max_days)
 
     def run(self, table: Any, context: Any) -> BackfillResult:
-        self.check_rendered_arguments()
         base = self.commit_user or f"airflow:{context['ti'].dag_id}"
         reingest = self.reingest
         user = f"{base}:reingest:{context['run_id']}" if reingest else base
@@ -317,7 +291,7 @@ class LakeformatBackfillOperator(LakeformatBaseOperator):
                           self.mode, result.commit_user, out.commit_identifier)
             try:
                 landed = ingest_files(table, out.source, self.format,
-                                      self.mode == "overwrite", bool(self.merge_schema),
+                                      self.mode == "overwrite", self.merge_schema,
                                       commit_user=result.commit_user,
                                       commit_identifier=out.commit_identifier)
             except Exception as e:

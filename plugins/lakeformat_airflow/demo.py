@@ -13,9 +13,10 @@ S3 server on 127.0.0.1.
    `lakeformat_dual_stream` DAG ingests each day (a `coupon` column appears in the orders of
    day 3 and goes in by merge-schema write);
 4. the table before maintenance: snapshots, files and sorted runs per bucket, schema files;
-5. `lakeformat_maintenance` (full compaction, snapshot expiry, schema-file retention, orphan
-   files), what each task did and where (Spark or in the task's process), and the table after —
-   the same rows, one run per bucket, and the schema files it retired.
+5. `lakeformat_maintenance` (full compaction, manifest compaction, snapshot expiry,
+   schema-file retention, orphan files), what each task did and where (Spark or in the
+   task's process), and the table after — the same rows, one run per bucket, and the schema
+   files it retired.
 
 Everything runs in this process (`dag.test()`), stops at the end and leaves no process behind.
 `python -m lakeformat_airflow.demo [--engine local|spark] [--home DIR]`.
@@ -41,9 +42,11 @@ TABLE = "shop.orders_wide"
 DAYS = [dt.datetime(2024, 1, d, tzinfo=dt.UTC) for d in (1, 2, 3)]
 #: a DAG scheduled on the table's Asset: its serialization registers the asset in Airflow
 DOWNSTREAM = "lakeformat_demo_orders_updated"
-#: the demo's retention policy, set on the table when it is created: keep the last 2 snapshots
-#: whatever their age, and let a schema file go as soon as nothing retained needs it
-RETENTION = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2",
+#: the demo's retention policy, set on the table when it is created: keep only the newest
+#: snapshot whatever its age, and let a schema file go as soon as nothing retained needs it —
+#: so one maintenance run retires the snapshots before its compactions and, with them, the
+#: schema the day-1 and day-2 files were written under
+RETENTION = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1",
              "schema.num-retained.min": "1", "schema.time-retained": "1 ms"}
 #: keys of the embedded S3 server (moto accepts any): long enough for Airflow to mask them in
 #: task logs (it skips secrets under 5 characters, with a warning)
@@ -230,6 +233,8 @@ def _summary(value: Any) -> str:
                 f"{t['sorted_runs_after']}")
     if "operation" in value:  # MaintenanceResult.to_dict(): its own summary line
         line = str(MaintenanceResult(**value)).splitlines()[0]
+        if value.get("manifest_compaction_snapshot") is not None:
+            line += f"; manifests compacted in snapshot {value['manifest_compaction_snapshot']}"
         return line.removeprefix(f"{value['table']}: ")
     if "created" in value:
         return "created" if value["created"] else "exists"
@@ -365,8 +370,8 @@ def _run(warehouse: str, options: dict[str, str], bucket: str, s3: Any) -> int:
         print("   ", {k: v for k, v in r.items() if v is not None})
     print(f"    ... {rows.num_rows} rows")
 
-    print("\n-- lakeformat_maintenance: compact -> expire snapshots -> clean schema files -> "
-          "remove orphan files")
+    print("\n-- lakeformat_maintenance: compact -> compact manifests -> expire snapshots -> "
+          "clean schema files -> remove orphan files")
     run = bag.dags["lakeformat_maintenance"].test(
         logical_date=DAYS[-1] + dt.timedelta(days=1),
         run_conf={"tables": "shop.*", "partition_idle_time": "0 s",

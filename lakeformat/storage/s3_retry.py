@@ -143,8 +143,9 @@ class RetryPolicy:
 
     ``attempts`` counts the first try: 10 means up to 9 retries of one request.
     ``retry_timeout_s`` bounds a request the store does not answer at all: once that long has
-    passed since its first attempt, a refused connection or a timeout is not retried again,
-    so a dead or stalled endpoint fails within about that time plus one attempt.
+    passed since its first attempt, a refused connection or a timeout is not retried again
+    (the first retry is always made), so a dead endpoint fails within about that time and a
+    stalled one within about two attempts' timeouts.
     """
 
     def __init__(self, attempts: int, counter: RetryCounter,
@@ -200,7 +201,9 @@ class RetryPolicy:
                 return None
             if isinstance(caught_exception, no_answer_errors()):
                 delay = self.delay(attempts, throttled=False)
-                if self._out_of_time(delay, request_dict):
+                # the first retry is always made: one stalled connection (a pooled socket the
+                # network dropped) is not a dead store, and one attempt may outlast the budget
+                if attempts > 1 and self._out_of_time(delay, request_dict):
                     return None
                 self.counter.add("request")
                 return delay

@@ -15,6 +15,7 @@ import pytest
 
 import lakeformat as lf
 from lakeformat.storage import get_file_io
+from tests.support.fault_proxy import FaultProxy
 
 CREDENTIALS = {"s3.access-key": "AKIAEXAMPLEACCESS", "s3.secret-key": "stalled-test-secret"}
 #: small per-attempt and total timeouts, so the test waits seconds
@@ -107,3 +108,18 @@ def test_short_timeouts_do_not_cut_a_healthy_store(s3_warehouse):
                              primary_keys=["id"], options={"bucket": "1"})
     t.write(pa.table({"id": list(range(1000))}))
     assert t.read().num_rows == 1000
+
+
+def test_one_stalled_request_to_a_healthy_store_is_retried(s3_server, s3_warehouse):
+    """One request that gets no answer (a pooled connection the network dropped) while the
+    store answers every other: it is asked again on a fresh connection and the call succeeds,
+    even though one attempt's timeout is longer than the retry budget (as the defaults are:
+    20 s per attempt, 15 s of retries)."""
+    uri, options = s3_warehouse
+    get_file_io(uri, options).write_bytes(f"{uri}/x", b"x" * 1000)
+    with FaultProxy(s3_server, latency=(3.0, 3.0), lifetime=60) as proxy:
+        io = get_file_io(uri, {**options, "s3.endpoint": proxy.endpoint,
+                               "s3.connection.timeout": "1000", "s3.retry.timeout": "750"})
+        proxy.inject("latency", method="GET")
+        assert io.read_bytes(f"{uri}/x") == b"x" * 1000
+        assert proxy.pending_scripts == 0  # the stalled attempt happened

@@ -46,7 +46,7 @@ SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzzSECRET"
 def test_a_secret_pasted_into_another_option_never_reaches_the_task(monkeypatch, dags):
     """The connection's password also pasted into `s3.path-style-access`: the task fails at
     once, its message names the option and not the secret, and Airflow's masker hides the
-    secret (and the access key) in any log line."""
+    secret in any log line (the access key id is no secret: it is left alone)."""
     from airflow.sdk.log import redact
 
     from lakeformat_airflow.hooks import LakeformatHook
@@ -60,4 +60,23 @@ def test_a_secret_pasted_into_another_option_never_reaches_the_task(monkeypatch,
         op.execute(_context())
     assert SECRET not in str(err.value) and "***" in str(err.value)
     LakeformatHook().catalog_config()
-    assert redact(f"key {access} secret {SECRET}") == "key *** secret ***"
+    assert redact(f"key {access} secret {SECRET}") == f"key {access} secret ***"
+
+
+def test_an_access_key_that_is_a_common_word_does_not_blank_the_task_logs(monkeypatch, dags):
+    """MinIO's root user is the access key (`lakeformat` in docker-compose.yml): registered
+    with Airflow's masker it would turn every bucket, DAG and connection name of every log
+    line into ***. The secret key still is masked."""
+    from airflow.sdk.log import redact
+
+    from lakeformat_airflow.hooks import LakeformatHook
+
+    login, secret = "orders-bucket", "orders-bucket-secret-key-value"
+    monkeypatch.setenv("AIRFLOW_CONN_LAKEFORMAT_DEFAULT", dags.conn_json(
+        "lakeformat", "s3://orders-bucket/wh", login, secret,
+        {"s3.endpoint": "http://127.0.0.1:9", "s3.session-token": "orders-session-token"}))
+    warehouse, options = LakeformatHook().catalog_config()
+    assert options["s3.access-key"] == login
+    line = f"ingesting s3://orders-bucket/landing/dt=2024-01-01/*.parquet into {warehouse}"
+    assert redact(line) == line
+    assert redact(f"{secret} orders-session-token") == "*** ***"

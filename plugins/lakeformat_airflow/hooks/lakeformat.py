@@ -9,10 +9,14 @@ The connection:
   plus `aws_conn_id`: an `aws` connection (the Amazon provider's) to take the credentials from
   instead — its login/password, extra `aws_session_token`, `region_name`, `endpoint_url`.
 
-Every secret-bearing value (the password, and any option the library counts as secret:
-access and secret keys, session tokens, JDBC passwords) is registered with Airflow's secrets
-masker the moment it is read, so a task log never shows it — not even where a library error
-would have echoed it; results (XCom) carry table names and counts, never options.
+Every secret value (the password, and any option the library counts as secret: secret keys,
+session tokens, JDBC passwords) is registered with Airflow's secrets masker the moment it is
+read, so a task log never shows it — not even where a library error would have echoed it;
+results (XCom) carry table names and counts, never options. The access key id (the login) is
+not a secret — Airflow shows a connection's login in the clear — and is not registered: the
+masker blanks every occurrence of a value in every log line, and an access key such as
+MinIO's `lakeformat` would blank the bucket, DAG and connection names. Library errors still
+never show it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,19 @@ _AWS_EXTRA = {"aws_session_token": "s3.session-token", "region_name": "s3.region
 #: `aws` connection features that need the Amazon provider's credential chain (not used here)
 _AWS_UNSUPPORTED = ("role_arn", "assume_role_method", "profile_name", "external_id",
                     "assume_role_kwargs", "session_kwargs")
+
+
+#: option names of an access key id: named like a secret by the library, but no secret
+_ACCESS_KEY_IDS = ("access-key", "access.key", "accesskey", "access_key")
+
+
+def masked_option(key: str) -> bool:
+    """Whether an option's value goes to Airflow's secrets masker: the library's secret
+    options (`is_secret_option`) but an access key id (see the module docstring)."""
+    k = str(key).strip().lower()
+    if k.endswith(_ACCESS_KEY_IDS) and "secret" not in k:
+        return False
+    return is_secret_option(key)
 
 
 class ConnectionConfigError(ValueError):
@@ -88,7 +105,7 @@ class LakeformatHook(BaseHook):
             options.update(self._aws_options(str(aws_conn_id)))
         options.update({str(k): _option_text(v) for k, v in self.catalog_options.items()})
         for key, value in options.items():
-            if is_secret_option(key):  # the library's rule: keys, tokens, passwords
+            if masked_option(key):
                 self._mask(value)
         return warehouse, options
 

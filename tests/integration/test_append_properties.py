@@ -11,7 +11,6 @@ recorded when it was made, and on the bucketed table each key's rows come back i
 from __future__ import annotations
 
 import datetime as dt
-import os
 import tempfile
 from collections import Counter
 
@@ -20,8 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lakeformat as lf
+from tests.support.depth import examples
 
-EXAMPLES = int(os.environ.get("APPEND_PROPERTY_EXAMPLES", "30"))  # raise for a deeper search
+EXAMPLES = examples(15, 30, "APPEND_PROPERTY_EXAMPLES")  # tests/support/depth.py
 DAYS = ["d1", "d2", "d3"]
 BASE = pa.schema([("dt", pa.string()), ("id", pa.int32()), ("v", pa.string())])
 

@@ -12,7 +12,6 @@ rewriting them; a small memory budget makes it merge in several key-range slices
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import numpy as np
@@ -25,9 +24,10 @@ from lakeformat.data.kv_read import read_kv_file
 from lakeformat.errors import LakeformatError
 from lakeformat.operation.write_job import write_table
 from lakeformat.schema.table_schema import VALUE_KIND
+from tests.support.depth import examples
 from tests.unit.merge import test_engines_property as P
 
-EXAMPLES = int(os.environ.get("COMPACT_PROPERTY_EXAMPLES", "25"))
+EXAMPLES = examples(25, 50, "COMPACT_PROPERTY_EXAMPLES")  # tests/support/depth.py
 HISTORY = settings(max_examples=EXAMPLES, deadline=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                           HealthCheck.filter_too_much,

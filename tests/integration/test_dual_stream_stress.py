@@ -11,7 +11,6 @@ prints commits, compactions, renumbered writes and expired snapshots.
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import time
 import traceback
 from typing import Any
@@ -21,11 +20,12 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
+from tests.support.depth import stress_runs
 
 WRITERS = 4
 COMMITS = 10
 KEYS = 200
-RUNS = int(os.environ.get("STRESS_RUNS", "2"))  # seeded runs; raise for a deeper search
+RUNS = stress_runs(1)  # seeded runs: STRESS_RUNS, 5 in make test-deep (tests/support/depth.py)
 DEADLINE_S = 240
 
 

@@ -12,7 +12,6 @@ read when it was made.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import tempfile
 
 import numpy as np
@@ -24,8 +23,9 @@ import lakeformat as lf
 from lakeformat.meta.bucket import hash_rows
 from lakeformat.meta.index_manifest import IndexManifestFile
 from lakeformat.schema.types import DataField, bigint
+from tests.support.depth import examples
 
-EXAMPLES = int(os.environ.get("DYNAMIC_BUCKET_PROPERTY_EXAMPLES", "30"))  # deeper: raise
+EXAMPLES = examples(12, 30, "DYNAMIC_BUCKET_PROPERTY_EXAMPLES")  # tests/support/depth.py
 DAYS = ["d1", "d2"]
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False),
                     pa.field("id", pa.int64(), nullable=False), ("v", pa.int64())])

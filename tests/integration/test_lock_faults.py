@@ -20,11 +20,13 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
+from tests.support.depth import examples
 from tests.support.fault_proxy import FaultProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITERS = 4
-COMMITS = int(os.environ.get("STRESS_COMMITS", "12"))  # per writer; raise for a longer run
+#: commits per writer: STRESS_COMMITS, 12 in make test-deep (tests/support/depth.py)
+COMMITS = examples(6, 12, "STRESS_COMMITS")
 LOCKED = {"lock.enabled": "true", "lock.lease-duration": "5 s", "lock-check-max-sleep": "200 ms"}
 
 
@@ -110,10 +112,11 @@ def test_store_ignoring_conditional_writes_is_refused_and_the_jdbc_lock_makes_it
         assert [s.id for s in t.snapshots()] == [1]  # nothing committed
         jdbc = {**ignoring, "lock.enabled": "true", "lock.type": "jdbc",
                 "uri": f"jdbc:sqlite:{tmp_path}/lock.db", "lock-check-max-sleep": "200 ms"}
-        writers = [spawn("agg-write", uri, jdbc, f"{w * 10},10") for w in range(WRITERS)]
+        writers = [spawn("agg-write", uri, jdbc, f"{w * COMMITS},{COMMITS}")
+                   for w in range(WRITERS)]
         outcomes = [result(p) for p in writers]
         stripped = proxy.stripped
-    ids = check_table_plus(t, WRITERS * 10)
+    ids = check_table_plus(t, WRITERS * COMMITS)
     with capsys.disabled():
         print(f"\nheaders stripped from {stripped} requests; {WRITERS} writers under the JDBC "
               f"lock: snapshots {ids[0]}..{ids[-1]}, writes retried whole "

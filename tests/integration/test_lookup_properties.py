@@ -25,7 +25,6 @@ them up; other lookup tables read level 0 too. After every step:
 
 from __future__ import annotations
 
-import os
 import tempfile
 from typing import Any
 
@@ -41,8 +40,9 @@ from lakeformat.meta.index_manifest import IndexManifestFile
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.read import TableRead
 from lakeformat.operation.scan import FileStoreScan
+from tests.support.depth import examples
 
-EXAMPLES = int(os.environ.get("LOOKUP_PROPERTY_EXAMPLES", "10"))  # deeper: raise
+EXAMPLES = examples(10, 20, "LOOKUP_PROPERTY_EXAMPLES")  # tests/support/depth.py
 DAYS = ["d1", "d2"]
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False),
                     pa.field("id", pa.int64(), nullable=False), ("v", pa.string()),

@@ -44,6 +44,7 @@ from lakeformat.meta.consumer import ConsumerManager
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.meta.tag import TagManager
 from lakeformat.operation.references import TableReferences
+from tests.support.depth import examples
 
 HAS_CLEAN_SCHEMAS = importlib.util.find_spec("lakeformat.operation.schema_retention") is not None
 HAS_ORPHANS = importlib.util.find_spec("lakeformat.operation.orphan_files") is not None
@@ -416,8 +417,8 @@ class Harness:
 MAINTENANCE = {"expire", "delete_tag", "rollback", "clean_schemas", "orphans"}
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None,
-          phases=[Phase.explicit, Phase.generate, Phase.shrink],
+@settings(max_examples=examples(20, 60, "MAINTENANCE_PROPERTY_EXAMPLES"), deadline=None,
+          derandomize=True, database=None, phases=[Phase.explicit, Phase.generate, Phase.shrink],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(steps=histories, merge_min_count=st.sampled_from(["3", "30"]))
 def test_random_histories_survive_maintenance(steps: list[tuple], merge_min_count: str) -> None:

@@ -23,6 +23,7 @@ from lakeformat.schema.types import (
     string,
     tinyint,
 )
+from tests.support.depth import examples
 
 from .aggregation_model import AGG, RETRACT, check_against_model, fold, groups_of, with_init
 
@@ -87,7 +88,7 @@ SIMPLE_CASES = [
 
 @pytest.mark.parametrize("name,dtype,values", SIMPLE_CASES,
                          ids=[f"{c[0]}-{c[1]}" for c in SIMPLE_CASES])
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(50, 150), deadline=None)
 @given(data=st.data())
 def test_simple_functions_match_the_model(name, dtype, values, data):
     groups = data.draw(groups_of(values))

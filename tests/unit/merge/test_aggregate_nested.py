@@ -15,6 +15,7 @@ from lakeformat.schema.types import (
     int_,
     string,
 )
+from tests.support.depth import examples
 
 from .aggregation_model import (
     AGG,
@@ -155,7 +156,7 @@ COLLECT_CASES = [
 
 @pytest.mark.parametrize("dtype,values,options", [c[1:] for c in COLLECT_CASES],
                          ids=[c[0] for c in COLLECT_CASES])
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(50, 150), deadline=None)
 @given(data=st.data())
 def test_collect_matches_the_model(dtype, values, options, data):
     groups = data.draw(groups_of(values, NESTED_OPS))
@@ -163,7 +164,7 @@ def test_collect_matches_the_model(dtype, values, options, data):
     check_against_model("collect", dtype, groups, options, init)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(60, 200), deadline=None)
 @given(data=st.data())
 def test_merge_map_matches_the_model(data):
     groups = data.draw(groups_of(MAP_VALUES, NESTED_OPS))

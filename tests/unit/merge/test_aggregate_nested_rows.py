@@ -19,6 +19,7 @@ from lakeformat.schema.types import (
     string,
     to_arrow,
 )
+from tests.support.depth import examples
 
 from .aggregation_model import (
     AGG,
@@ -239,7 +240,7 @@ NESTED_CASES = [
 
 @pytest.mark.parametrize("name,options", NESTED_CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(NESTED_CASES)])
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(50, 150), deadline=None)
 @given(data=st.data())
 def test_nested_functions_match_the_model(name, options, data):
     ops = NESTED_OPS if name == "nested_update" else st.sampled_from([AGG, AGG, REV, RESET,
@@ -254,7 +255,7 @@ KT_VALUES = st.one_of(st.none(), st.lists(st.tuples(
             ["1", "2", "10", "\uffff", "\U0001f600"]))))), max_size=3))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(50, 150), deadline=None)
 @given(data=st.data())
 def test_merge_map_with_keytime_matches_the_model(data):
     groups = data.draw(groups_of(KT_VALUES, st.sampled_from([AGG, AGG, REV, RESET, SKIP])))
@@ -265,7 +266,7 @@ def test_merge_map_with_keytime_matches_the_model(data):
 @pytest.mark.parametrize("options", [c[1] for c in NESTED_CASES if c[0] == "nested_update"],
                          ids=[str(i) for i, c in enumerate(NESTED_CASES)
                               if c[0] == "nested_update"])
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(50, 150), deadline=None)
 @given(data=st.data())
 def test_nested_update_adds_only_matches_the_model(options, data):
     # only adds (and an initial accumulator): the one-call closed form

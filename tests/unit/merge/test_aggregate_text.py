@@ -14,6 +14,7 @@ from lakeformat.schema.types import (
     string,
     varchar,
 )
+from tests.support.depth import examples
 
 from .aggregation_model import (
     AGG,
@@ -105,7 +106,7 @@ LISTAGG_TEXT = st.one_of(st.none(), st.sampled_from(
                                      {**DISTINCT, "fields.f.list-agg-delimiter": "||"}],
                          ids=["plain", "distinct", "semicolon", "distinct-semicolon",
                               "distinct-empty", "distinct-border"])
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(50, 150), deadline=None)
 @given(data=st.data())
 def test_listagg_matches_the_model(options, data):
     groups = data.draw(groups_of(LISTAGG_TEXT, st.sampled_from([AGG, AGG, AGG, REV, RESET,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime
 import math
-import os
 from decimal import Decimal
 from typing import Any
 
@@ -45,6 +44,7 @@ from lakeformat.schema.types import (
     to_arrow,
     varchar,
 )
+from tests.support.depth import examples
 
 from . import engines_model as M
 from .engines_model import (
@@ -64,7 +64,7 @@ from .engines_model import (
 # first merge contract said aggregation runs on lone records. The comparison follows Java.
 AGGREGATION_MERGES_LONE_RECORDS = False
 
-EXAMPLES = int(os.environ.get("MERGE_PROPERTY_EXAMPLES", "150"))  # raise for a deeper search
+EXAMPLES = examples(150, 400, "MERGE_PROPERTY_EXAMPLES")  # tests/support/depth.py
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])

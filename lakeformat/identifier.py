@@ -6,8 +6,9 @@ A name becomes a directory (`<warehouse>/<database>.db/<table>`), a lock object 
 JDBC catalog, so it is checked before any of them is made. The rules:
 
 * Paimon's own: `$` separates a table from its system tables and branches (`t$snapshots`,
-  `t$branch_dev`), so no data table's name has one; `sys` is Paimon's system database; a table
-  is named `database.table`, so neither name has a dot;
+  `t$branch_dev`), so no data table's name has one (a database's may: Paimon splits only the
+  table's name there); `sys` is Paimon's system database; a table is named `database.table`,
+  so neither name has a dot;
 * the file system's: at most 255 bytes (UTF-8) per path component — 252 for a database, whose
   directory takes the `.db` suffix — and no `/`, `\\`, control characters, surrounding
   spaces, nor a name of only dots.
@@ -50,7 +51,7 @@ def check_name(kind: str, name: object) -> str:
     if "." in name:
         raise InvalidIdentifierError(
             f"invalid {kind} name {shown!r}: no '.' (a table is named 'database.table')")
-    if SYSTEM_TABLE_SPLITTER in name:
+    if kind == "table" and SYSTEM_TABLE_SPLITTER in name:
         raise InvalidIdentifierError(
             f"invalid {kind} name {shown!r}: no '$' (Paimon reads 'table$name' as a system "
             "table or branch of 'table')")

@@ -7,7 +7,7 @@ VENV := .venv
 INTEROP_VENV := .venv-interop
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: demo demo-library docker-compose test test-main test-interop bench lint clean venv postgresql
+.PHONY: demo demo-library docker-compose test test-deep test-main test-interop bench lint clean venv postgresql
 
 venv: $(VENV)/.installed
 
@@ -59,13 +59,43 @@ docker-compose:
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-compose; \
 	fi
 
-test: postgresql docker-compose test-main test-interop
+# `make test`: the main suite (.venv) over TEST_WORKERS pytest-xdist processes, and beside it the
+# interop suite (.venv-interop) with its output in build/test/interop.log, printed after the
+# main suite's. Tests that share a costly process (Spark, PostgreSQL) stay on one worker
+# (`--dist loadgroup`; the groups are in tests/conftest.py). The main suite ends with its 15
+# slowest tests; the last line adds up both suites, and the target fails when either failed.
+# PYTEST_ARGS goes to both pytest runs (e.g. PYTEST_ARGS='-x' or '-k name').
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 8 ] && n=8; echo $$n)
+PYTEST_ARGS ?=
+MAIN_PYTEST := $(VENV)/bin/python -m pytest tests --ignore=tests/interop -q \
+	-n $(TEST_WORKERS) --dist loadgroup
+INTEROP_PYTEST := $(INTEROP_VENV)/bin/python -m pytest tests/interop -q
 
+test: $(VENV)/.installed $(INTEROP_VENV)/.installed postgresql docker-compose
+	@mkdir -p build/test
+	@rm -f build/test/main.xml build/test/interop.xml
+	@echo "make test: tests/interop runs beside the main suite (.venv-interop); its output follows"
+	@$(INTEROP_PYTEST) --junitxml=build/test/interop.xml $(PYTEST_ARGS) \
+	    >build/test/interop.log 2>&1 & interop_pid=$$!; \
+	$(MAIN_PYTEST) --durations=15 --junitxml=build/test/main.xml $(PYTEST_ARGS); main=$$?; \
+	wait $$interop_pid; interop=$$?; \
+	echo; echo "======== tests/interop in .venv-interop (ran beside the main suite) ========"; \
+	cat build/test/interop.log; echo; \
+	$(VENV)/bin/python -m tests.support.suite_report \
+	    main $$main build/test/main.xml interop $$interop build/test/interop.xml
+
+# Full depth, for nightly runs and for changes to commit, merge or compaction code: every
+# property test at its deep example count and the stress tests at STRESS_RUNS=5
+# (tests/support/depth.py has the knobs; tests/README.md lists what each one deepens).
+test-deep:
+	TEST_DEPTH=deep STRESS_RUNS=$${STRESS_RUNS:-5} $(MAKE) test
+
+# one suite alone (the main one still over TEST_WORKERS processes)
 test-main: $(VENV)/.installed $(INTEROP_VENV)/.installed postgresql docker-compose
-	$(VENV)/bin/python -m pytest tests --ignore=tests/interop -q
+	$(MAIN_PYTEST) --durations=15 $(PYTEST_ARGS)
 
 test-interop: $(INTEROP_VENV)/.installed
-	$(INTEROP_VENV)/bin/python -m pytest tests/interop -q
+	$(INTEROP_PYTEST) $(PYTEST_ARGS)
 
 # DuckDB and Polars, the peers the benchmarks time in the same run, come with the bench-only
 # extra (they are not dependencies); only this target installs it.

@@ -1,0 +1,112 @@
+"""The machinery `make test` stands on: the closing report adds both suites up and fails when
+either failed (`tests/support/suite_report.py`), the depth knobs (`tests/support/depth.py`)
+refuse a depth they do not know, and a `local_only` module's `catalog` tests run on local
+disk only while every other module keeps both stores (`tests/conftest.py`). Real pytest runs
+in child processes, as `make test` runs them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PASSING = '''
+import pytest
+def test_a(): pass
+def test_b(): pass
+@pytest.mark.skip(reason="shown as skipped")
+def test_c(): pass
+'''
+FAILING = '''
+def test_ok(): pass
+def test_broken(): assert 1 == 2
+'''
+
+
+def run_suite(folder: Path, source: str) -> tuple[int, Path]:
+    """A one-file suite run by pytest with a JUnit report, as `make test` runs a suite."""
+    folder.mkdir()
+    (folder / "test_it.py").write_text(source)
+    xml = folder / "report.xml"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           f"--junitxml={xml}", str(folder / "test_it.py")],
+                          cwd=folder, capture_output=True, text=True)
+    return done.returncode, xml
+
+
+def report(*args: str | int | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tests.support.suite_report",
+                           *map(str, args)], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_the_report_adds_both_suites_up_and_passes_when_both_passed(tmp_path):
+    main_status, main_xml = run_suite(tmp_path / "main", PASSING)
+    other_status, other_xml = run_suite(tmp_path / "other", PASSING)
+    done = report("main", main_status, main_xml, "interop", other_status, other_xml)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "total: 4 passed, 0 failed, 2 skipped"
+    assert "main suite: exit status 0, 2 passed, 0 failed, 1 skipped" in lines
+
+
+@pytest.mark.parametrize("failing", ["main", "interop"])
+def test_the_report_fails_when_either_suite_failed(tmp_path, failing):
+    ok_status, ok_xml = run_suite(tmp_path / "ok", PASSING)
+    bad_status, bad_xml = run_suite(tmp_path / "bad", FAILING)
+    assert bad_status == 1
+    suites = {"main": (ok_status, ok_xml), "interop": (ok_status, ok_xml)}
+    suites[failing] = (bad_status, bad_xml)
+    done = report(*[x for name, (s, xml) in suites.items() for x in (name, s, xml)])
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[-1] == "total: 3 passed, 1 failed, 1 skipped"
+
+
+def test_a_suite_that_crashed_without_a_report_fails_the_run(tmp_path):
+    ok_status, ok_xml = run_suite(tmp_path / "ok", PASSING)
+    done = report("main", ok_status, ok_xml, "interop", 4, tmp_path / "missing.xml")
+    assert done.returncode == 1
+    assert "interop suite: exit status 4, no report at" in done.stdout
+    assert done.stdout.splitlines()[-1] == "total: 2 passed, 1 failed, 1 skipped"
+
+
+def test_an_unknown_depth_is_refused_by_name():
+    env = {**os.environ, "TEST_DEPTH": "deeep"}
+    done = subprocess.run([sys.executable, "-c", "import tests.support.depth"], cwd=ROOT,
+                          env=env, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "TEST_DEPTH='deeep' is not a depth" in done.stderr
+
+
+@pytest.mark.parametrize("depth, own, want", [("", None, 3), ("deep", None, 9),
+                                              ("default", "7", 7), ("deep", "7", 7)])
+def test_examples_follow_the_depth_and_a_tests_own_variable_wins(depth, own, want):
+    env = {k: v for k, v in os.environ.items() if k not in ("TEST_DEPTH", "SOME_EXAMPLES")}
+    env["TEST_DEPTH"] = depth
+    if own is not None:
+        env["SOME_EXAMPLES"] = own
+    code = "from tests.support.depth import examples; print(examples(3, 9, 'SOME_EXAMPLES'))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == want
+
+
+def test_local_only_modules_run_catalog_tests_on_local_disk_only():
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                           "-p", "no:cacheprovider", "tests/integration/test_float_keys.py",
+                           "tests/integration/test_table.py"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:]
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    marked = [i for i in ids if "test_float_keys.py" in i]
+    both = [i for i in ids if "test_table.py::test_write_then_read_returns_rows" in i]
+    assert any("[local" in i for i in marked)
+    assert not [i for i in marked if "s3" in i]
+    assert sorted(both) == [
+        "tests/integration/test_table.py::test_write_then_read_returns_rows[local]",
+        "tests/integration/test_table.py::test_write_then_read_returns_rows[s3]"]

@@ -45,6 +45,14 @@ XDIST_GROUPS: tuple[tuple[str, str], ...] = (
     # the session's PostgreSQL server (initdb and start-up)
     ("tests/integration/test_jdbc_catalog.py", "postgres"),
     ("tests/integration/test_jdbc_lock.py", "postgres"),
+    # module-scoped fixtures a second worker would build again: every README python block run
+    # in one child process (~35 s), the CLI suites' warehouses, a large bucket, the compose copy
+    ("tests/readme/test_readme_blocks.py", "readme"),
+    ("tests/cli/test_read.py", "cli-read"),
+    ("tests/cli/test_where.py", "cli-where"),
+    ("tests/cli/test_commands.py", "cli-commands"),
+    ("tests/integration/test_read_memory.py", "read-memory"),
+    ("tests/airflow/test_compose.py", "compose"),
 )
 
 

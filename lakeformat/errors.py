@@ -193,6 +193,21 @@ def is_secret_option(key: str) -> bool:
     return any(w in k for w in _SECRET_WORDS) or k.endswith(_SECRET_KEY_SUFFIXES)
 
 
+#: option names of an access key id: never echoed by an option's own error, but no secret —
+#: its value is not hidden elsewhere (a key such as "lakeformat" would blank out every bucket,
+#: table and DAG name holding the word)
+_ACCESS_KEY_IDS = ("access-key", "access.key", "accesskey", "access_key")
+
+
+def hides_value(key: str) -> bool:
+    """Whether an option's value is a secret to hide wherever it appears (in a message under
+    another key, in Airflow's task logs): a secret option's, but not an access key id's."""
+    k = str(key).strip().lower()
+    if k.endswith(_ACCESS_KEY_IDS) and "secret" not in k:
+        return False
+    return is_secret_option(key)
+
+
 def shown_value(key: str, value: object) -> str:
     """An option value as an error message may show it: `'***'` for secret-bearing keys."""
     return "'***'" if is_secret_option(key) else repr(value)

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-from lakeformat.errors import InvalidOptionError, UnsupportedError, is_secret_option, shown_value
+from lakeformat.errors import InvalidOptionError, UnsupportedError, hides_value, shown_value
 
 _SIZE_UNITS = {
     "": 1, "b": 1, "bytes": 1, "byte": 1,
@@ -34,15 +34,16 @@ _MAX_SIZE = float(1 << 63)
 _NUM_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Zµ]*)\s*$")
 
 
-#: the standard AWS variables the S3 credentials fall back to: as secret as the options
-_SECRET_ENVIRONMENT = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+#: the standard AWS variables the S3 credentials fall back to: as secret as the options (the
+#: access key id is no secret: see `hides_value`)
+_SECRET_ENVIRONMENT = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 
 
 def secret_values(options: Mapping[str, object]) -> list[str]:
-    """The values of the secret-bearing options (`is_secret_option`) and of the AWS
-    credential variables they fall back to, longest first."""
+    """The values of the secret options (`hides_value`) and of the AWS credential variables
+    they fall back to, longest first."""
     found = {str(v).strip() for k, v in options.items()
-             if v is not None and is_secret_option(k) and str(v).strip()}
+             if v is not None and hides_value(k) and str(v).strip()}
     found |= {os.environ[name].strip() for name in _SECRET_ENVIRONMENT
               if os.environ.get(name, "").strip()}
     return sorted(found, key=len, reverse=True)

@@ -26,7 +26,7 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
-from lakeformat.errors import is_secret_option
+from lakeformat.errors import hides_value
 from lakeformat_airflow import CONN_TYPE, DEFAULT_CONN_ID
 
 #: extra keys of the Amazon provider's `aws` connection read here, by catalog option
@@ -35,19 +35,6 @@ _AWS_EXTRA = {"aws_session_token": "s3.session-token", "region_name": "s3.region
 #: `aws` connection features that need the Amazon provider's credential chain (not used here)
 _AWS_UNSUPPORTED = ("role_arn", "assume_role_method", "profile_name", "external_id",
                     "assume_role_kwargs", "session_kwargs")
-
-
-#: option names of an access key id: named like a secret by the library, but no secret
-_ACCESS_KEY_IDS = ("access-key", "access.key", "accesskey", "access_key")
-
-
-def masked_option(key: str) -> bool:
-    """Whether an option's value goes to Airflow's secrets masker: the library's secret
-    options (`is_secret_option`) but an access key id (see the module docstring)."""
-    k = str(key).strip().lower()
-    if k.endswith(_ACCESS_KEY_IDS) and "secret" not in k:
-        return False
-    return is_secret_option(key)
 
 
 class ConnectionConfigError(ValueError):
@@ -105,7 +92,7 @@ class LakeformatHook(BaseHook):
             options.update(self._aws_options(str(aws_conn_id)))
         options.update({str(k): _option_text(v) for k, v in self.catalog_options.items()})
         for key, value in options.items():
-            if masked_option(key):
+            if hides_value(key):
                 self._mask(value)
         return warehouse, options
 

@@ -22,24 +22,27 @@ days after it are not run. Fix that day's source and retry or clear the task: it
 days that landed and resumes at the failed day. The task's return value lists every day with
 its status (`landed`, `skipped`) and snapshot.
 
-**Idempotent per (table, day).** The landed record is the table's snapshots: each day commits
-as user `airflow:lakeformat_backfill` with the day's UTC midnight (epoch ms) as identifier, so
-a new run of the same range skips the days any earlier backfill run landed and reports them as
-skipped. With `reingest` the run commits as `airflow:lakeformat_backfill:reingest:<run_id>`:
-every day of the range lands again, and a retry of that same run still lands each day once.
+**Idempotent per (table, source, day).** The landed record is the table's snapshots: each
+day commits as user `airflow:lakeformat_backfill:<source>` (the source with its `{date}`) with
+the day's UTC midnight (epoch ms) as identifier, so a new run of the same range skips the days
+any earlier backfill run of that source landed and reports them as skipped — and a table
+widened by two streams is backfilled once per stream, one stream's days telling nothing of the
+other's. With `reingest` the run commits as `<that user>:reingest:<run_id>`: every day of the
+range lands again, and a retry of that same run still lands each day once.
 On an append table (or an aggregating one) a re-ingest adds the day's rows a second time:
 there, correct a day with `mode` overwrite of its partitions.
 
 **Refused before anything is written:**
 
-* ingesting a day when a later day already landed, on a primary-key table without
-  `sequence.field` (its merge order is commit order: the earlier day would win every key).
-  Ways out: re-run the range from that day with `reingest` (the later days land again after
-  it), or set the table's `sequence.field`. Days the same run (re)ingests after it do not
-  count. Append tables have no merge order: no refusal.
+* ingesting a day when a later day of the same source already landed, on a primary-key table
+  without `sequence.field` (its merge order is commit order: the earlier day would win every
+  key). Ways out: re-run the range from that day with `reingest` (the later days land again
+  after it), or set the table's `sequence.field`. Days the same run (re)ingests after it do
+  not count. Append tables have no merge order: no refusal.
 * a day missing from the retained snapshots when snapshots were expired, on an append or
   aggregating table: whether it landed in an expired snapshot cannot be told, and ingesting it
-  again could double its rows. Check the table, then use `reingest`. On other primary-key
+  again could double its rows. The message lists the days the retained snapshots show landed;
+  check the table, then re-run with `reingest` over only the days to ingest. On other primary-key
   tables such a day is ingested (the same rows upsert the same values), and a later day whose
   snapshot was expired cannot be seen by the order check.
 

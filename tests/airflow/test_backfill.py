@@ -210,6 +210,32 @@ def test_a_new_run_skips_landed_days_and_reingest_lands_them_again(lake, dags):
     assert len(lake.landed("db.events")) == 4
 
 
+def test_each_stream_of_a_widened_table_has_its_own_landed_days(lake, dags):
+    """A partial-update table widened by two streams: backfilling one stream's days does not
+    make the other stream's days look landed, and each stream's days land once."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("amount", pa.int64()),
+                        ("paid", pa.int64())])
+    lake.catalog.create_table("db.wide", schema, primary_keys=["id"],
+                              options={"bucket": "1", "merge-engine": "partial-update"})
+    for stream, column in (("orders", "amount"), ("payments", "paid")):
+        for day, value in (("2024-05-01", 10), ("2024-05-02", 20)):
+            buf = io.BytesIO()
+            pq.write_table(pa.table({"id": [1], column: [value]}), buf)
+            lake.s3.put_object(Bucket=lake.bucket, Key=f"landing/{stream}/dt={day}/p.parquet",
+                               Body=buf.getvalue())
+    dag = dags.load(DAG_FILE, DAG_ID)
+    for stream in ("orders", "payments", "orders"):  # orders twice: the second run skips
+        source = f"s3://{lake.bucket}/landing/{stream}/dt={{date}}/*.parquet"
+        run = dag.test(logical_date=_run_date(), run_conf=lake.conf(
+            "db.wide", "2024-05-01", "2024-05-02", source=source))
+        assert run.state == "success", dags.states(run)
+    result = dags.xcom(run, "ingest")
+    assert result["landed"] == [] and result["skipped"] == ["2024-05-01", "2024-05-02"]
+    assert len(lake.landed("db.wide")) == 4  # two days of each stream, each once
+    rows = lake.catalog.get_table("db.wide").read().to_pylist()
+    assert rows == [{"id": 1, "amount": 20, "paid": 20}]
+
+
 def test_expired_history_on_an_append_table_fails_closed(lake, dags):
     t = lake.catalog.create_table("db.sums", SCHEMA)
     for i in range(3):

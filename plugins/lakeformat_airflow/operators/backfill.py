@@ -6,13 +6,15 @@ own, so a day filled in later lands after the days behind it, and nothing stops 
 when one fails. Here the days run in order inside one task; the first failing day stops the
 task (the days after it are not run) and a retry or a cleared task resumes at that day.
 
-The landed record is the table's snapshots. A day is ingested under the commit user
-`airflow:<dag_id>` (`commit_user` overrides it) with the day's UTC midnight in epoch ms as its
-commit identifier, so any earlier backfill run's commit of the day is found and the day is
-skipped (reported, not written again). `reingest=True` ingests every day of the range again
-under `<commit_user>:reingest:<run_id>`: a retry of that same run still lands each day once.
-Commits of any user starting `<commit_user>:` count as landed days (re-ingests, and the per-run
-users older versions of this DAG committed under).
+The landed record is the table's snapshots, kept per source: a table widened by several
+streams (orders, payments) is backfilled once per stream, and one stream's landed days say
+nothing of another's. A day is ingested under the commit user `airflow:<dag_id>:<source>`
+(`source` with its `{date}` placeholder; `commit_user` overrides the whole user) with the
+day's UTC midnight in epoch ms as its commit identifier, so any earlier backfill run's commit
+of that source and day is found and the day is skipped (reported, not written again).
+`reingest=True` ingests every day of the range again under `<user>:reingest:<run_id>`: a retry
+of that same run still lands each day once, and its commits count as landed days too. The
+order check compares days of the same source (each stream writes its own columns).
 """
 
 from __future__ import annotations
@@ -145,11 +147,17 @@ class BackfillResult:
         return "\n".join(lines + [f"  {d}" for d in self.days])
 
 
+def stream_user(dag_id: str, source: str, commit_user: str | None = None) -> str:
+    """The commit user of one source's backfilled days (see the module docstring)."""
+    return commit_user or f"airflow:{dag_id}:{source}"
+
+
 def landed_days(snapshots: Sequence[Any], commit_user: str) -> dict[int, list[Any]]:
     """{commit identifier: the retained write snapshots (oldest first)} of every commit of a
-    day (a UTC midnight) made by `commit_user` or by a user starting `<commit_user>:` — the
-    table's record of the days this backfill DAG landed."""
-    prefix = commit_user + ":"
+    day (a UTC midnight) made by `commit_user` or by one of its re-ingests
+    (`<commit_user>:reingest:<run_id>`) — the table's record of the days of one source this
+    backfill DAG landed."""
+    prefix = commit_user + ":reingest:"
     out: dict[int, list[Any]] = {}
     for snap in snapshots:
         if (snap.commit_kind in _WRITE_KINDS and snap.commit_identifier % _DAY_MS == 0
@@ -218,7 +226,7 @@ class LakeformatBackfillOperator(LakeformatBaseOperator):
         return day_range(start, self.end or start, self.max_days)
 
     def run(self, table: Any, context: Any) -> BackfillResult:
-        base = self.commit_user or f"airflow:{context['ti'].dag_id}"
+        base = stream_user(context["ti"].dag_id, self.source, self.commit_user)
         reingest = self.reingest
         user = f"{base}:reingest:{context['run_id']}" if reingest else base
         result = BackfillResult(table.name, user, reingest, self.mode)
@@ -253,12 +261,15 @@ class LakeformatBackfillOperator(LakeformatBaseOperator):
             return
         unknown = [d.day.isoformat() for d in todo if d.commit_identifier not in record]
         if unknown:
+            found = [_day_of(i) for i in sorted(record)]
+            known = (f" The retained snapshots show {', '.join(found)} landed; a reingest run "
+                     "over those days would land them a second time." if found else "")
             _fail(f"{table.name}: snapshots before {snapshots[0].id} were expired, so whether "
-                  f"day(s) {', '.join(unknown)} already landed cannot be told, and ingesting a "
-                  "day again would add its rows a second time on this "
+                  f"day(s) {', '.join(unknown)} of {self.source} already landed cannot be told, "
+                  "and ingesting a day again would add its rows a second time on this "
                   f"{'append' if not table.primary_keys else 'aggregating'} table; nothing was "
-                  "written. Check the table for those days' rows, then re-run with reingest "
-                  "to ingest them anyway")
+                  f"written.{known} Check the table for those days' rows, then re-run with "
+                  "reingest and start/end covering only the days to ingest")
 
     def _refuse_out_of_order(self, table: Any, record: dict[int, Any],
                              todo: list[DayOutcome]) -> None:

@@ -35,10 +35,13 @@ def advancing_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # --- how the suite splits over pytest-xdist workers (`make test` runs `-n`) -----------------
 #
-# `--dist loadgroup` hands tests out one by one, except that every test carrying
-# `xdist_group(name)` goes to the worker that runs its group. A group is given here (not per
-# test) to the tests that share something costly to start in one process: a second worker
-# would start it again. Paths are relative to the repository root; the first match wins.
+# `make test` passes `--dist loadgroup`: tests are handed out one by one, except that the tests
+# of a group below all go to one worker. A group is given here (not per test) to the tests that
+# share something costly to start in one process: a second worker would start it again. Paths
+# are relative to the repository root; the first match wins.
+#
+# xdist's own `xdist_group` mark does not group anything under pytest 9 (xdist renames the
+# node id, which pytest 9 no longer reads), so the scheduler below groups by path itself.
 XDIST_GROUPS: tuple[tuple[str, str], ...] = (
     # one local[2] Spark session (~10 s) and one Spark Connect server (~20 s) per process
     ("tests/spark/", "spark"),
@@ -56,17 +59,29 @@ XDIST_GROUPS: tuple[tuple[str, str], ...] = (
 )
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = config.rootpath
-    for item in items:
-        try:
-            where = item.path.relative_to(root).as_posix()
-        except ValueError:
-            continue
-        for prefix, group in XDIST_GROUPS:
-            if where.startswith(prefix):
-                item.add_marker(pytest.mark.xdist_group(group))
-                break
+def xdist_group_of(nodeid: str) -> str | None:
+    """The group of XDIST_GROUPS a test belongs to (None: it may go to any worker)."""
+    path = nodeid.split("::", 1)[0]
+    for prefix, group in XDIST_GROUPS:
+        if path.startswith(prefix):
+            return group
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist (absent from the interop venv)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getoption("dist", None) != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class PathGroupScheduling(LoadScopeScheduling):
+        """xdist's scheduler of whole scopes, where a scope is a group of XDIST_GROUPS or,
+        for any other test, the test alone."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group_of(nodeid) or nodeid
+
+    return PathGroupScheduling(config, log)
 
 
 # --- `local_only`: a module's tests of the `catalog` fixture on local disk only --------------

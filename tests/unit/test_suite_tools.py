@@ -110,3 +110,16 @@ def test_local_only_modules_run_catalog_tests_on_local_disk_only():
     assert sorted(both) == [
         "tests/integration/test_table.py::test_write_then_read_returns_rows[local]",
         "tests/integration/test_table.py::test_write_then_read_returns_rows[s3]"]
+
+
+def test_a_group_of_tests_runs_on_one_xdist_worker():
+    """The CLI `where` tests share a module-scoped warehouse, so tests/conftest.py groups them
+    (XDIST_GROUPS): over two workers they all run on one. (xdist's own `xdist_group` mark did
+    not do this under pytest 9: the tests were spread over both workers.)"""
+    done = subprocess.run([sys.executable, "-m", "pytest", "-v", "-n", "2", "--dist",
+                           "loadgroup", "-p", "no:cacheprovider", "tests/cli/test_where.py"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:]
+    workers = {line.split("]", 1)[0] for line in done.stdout.splitlines()
+               if line.startswith("[gw") and " PASSED " in line}
+    assert len(workers) == 1, done.stdout[-3000:]

@@ -84,12 +84,15 @@ def test_cleanup_that_cannot_read_a_tag_aborts_and_deletes_nothing(table):
     assert {s.path for s in table.file_io.list_recursive(table.path)} == before
 
 
-def test_retryable_errors_are_the_commit_lock_and_engine_outcomes():
+def test_retryable_errors_are_the_commit_lock_engine_and_store_outcomes():
     assert set(lf.RETRYABLE_ERRORS) == {lf.CommitConflictError, lf.CommitFailedError,
                                         lf.CommitStateUnknownError, lf.LockTimeoutError,
-                                        lf.LockLostError, lf.EngineError}
-    assert all(issubclass(e, (lf.CommitError, lf.LockError, lf.EngineError))
-               for e in lf.RETRYABLE_ERRORS)
+                                        lf.LockLostError, lf.EngineError,
+                                        lf.StoreUnreachableError}
+    assert all(issubclass(e, (lf.CommitError, lf.LockError, lf.EngineError,
+                              lf.StoreUnreachableError)) for e in lf.RETRYABLE_ERRORS)
+    # a garbage lease is a LockError, but no retry helps it
+    assert not issubclass(lf.CorruptLeaseError, lf.RETRYABLE_ERRORS)
     assert lf.CommitOutcomeUnknownError is lf.CommitStateUnknownError
 
 

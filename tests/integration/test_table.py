@@ -1,4 +1,14 @@
-"""The table suite, run on local disk and on S3 (moto server over HTTP on 127.0.0.1)."""
+"""The table suite: write, read, update, delete, overwrite, merge engines, options and refusals.
+
+Runs on local disk; the tests that reach what differs between the stores run on the moto S3
+server (over HTTP on 127.0.0.1) as well: a first write and read, unknown databases and tables
+(a missing object, not a missing directory), corrupt metadata files named by their S3 path,
+racing writers (conditional writes), listing and dropping tables (listing, deletes) and the
+null partition's directory name in S3 keys. The others (`@local_disk`) exercise merging,
+bucketing, file rolling, manifest merging, input checks and option parsing: code that runs the
+same above either store, whose S3 reads and writes are the ones the tests above and
+`test_storage_s3.py`, `test_compact_s3.py` and `test_maintenance_s3.py` make.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +39,10 @@ def rows(dt, ids, names=None, prices=None, qty=None) -> pa.Table:
         "qty": qty if qty is not None else [i % 7 for i in ids]}, schema=SCHEMA)
 
 
+#: a test of this module that never reaches store specifics: local disk only (module docstring)
+local_disk = pytest.mark.parametrize("catalog", ["local"], indirect=True)
+
+
 def as_dict(t: pa.Table, key=("dt", "id")) -> dict:
     return {tuple(r[k] for k in key): r for r in t.to_pylist()}
 
@@ -55,6 +69,7 @@ def test_write_then_read_returns_rows(catalog):
     assert t.snapshots()[0].total_record_count == 100
 
 
+@local_disk
 def test_update_keeps_latest_and_sequence_continues_per_bucket(catalog):
     t = make_table(catalog)
     t.write(rows("2024-01-01", [1, 2, 3, 4]))
@@ -76,6 +91,7 @@ def test_update_keeps_latest_and_sequence_continues_per_bucket(catalog):
     assert any(len(fs) == 2 for fs in by_bucket.values())
 
 
+@local_disk
 def test_rows_land_in_paimon_hash_bucket(catalog):
     import pyarrow.parquet as pq
     t = make_table(catalog, bucket="4")
@@ -89,6 +105,7 @@ def test_rows_land_in_paimon_hash_bucket(catalog):
         assert {want[i] for i in ids_in_file.to_pylist()} == {f["bucket"]}
 
 
+@local_disk
 def test_delete_removes_keys(catalog):
     t = make_table(catalog)
     t.write(rows("2024-01-01", [1, 2, 3]))
@@ -100,6 +117,7 @@ def test_delete_removes_keys(catalog):
     assert ("2024-01-01", 2) in as_dict(t.read(snapshot_id=1))
 
 
+@local_disk
 def test_rowkind_field_gives_row_kinds(catalog):
     schema = SCHEMA.append(pa.field("rk", pa.string()))
     t = catalog.create_table("db.rk", schema, primary_keys=["dt", "id"], partition_keys=["dt"],
@@ -115,6 +133,7 @@ def test_rowkind_field_gives_row_kinds(catalog):
         t.write(rows("d", [5]).append_column("rk", pa.array(["XX"])))
 
 
+@local_disk
 def test_overwrite_replaces_only_written_partitions(catalog):
     t = make_table(catalog)
     t.write(pa.concat_tables([rows("a", [1, 2, 3]), rows("b", [1, 2])]))
@@ -127,6 +146,7 @@ def test_overwrite_replaces_only_written_partitions(catalog):
     assert sorted(as_dict(t.read())) == [("a", 9), ("b", 1), ("b", 2)]
 
 
+@local_disk
 def test_partial_update_merges_columns_of_two_streams(catalog):
     t = catalog.create_table(
         "db.wide", pa.schema([("id", pa.int64()), ("a", pa.string()), ("b", pa.int64())]),
@@ -138,6 +158,7 @@ def test_partial_update_merges_columns_of_two_streams(catalog):
     assert got == {1: ("x", 10), 2: ("y2", 20), 3: (None, 30)}
 
 
+@local_disk
 def test_time_travel_and_partition_filter(catalog):
     t = make_table(catalog)
     t.write(rows("a", [1]))
@@ -151,6 +172,7 @@ def test_time_travel_and_partition_filter(catalog):
     assert sorted(expr["id"].to_pylist()) == [2, 5]
 
 
+@local_disk
 def test_rolling_files_at_target_size(catalog):
     t = make_table(catalog, **{"target-file-size": "10 kb", "bucket": "1"})
     data = rows("a", list(range(20000)))
@@ -163,6 +185,7 @@ def test_rolling_files_at_target_size(catalog):
     assert t.read().num_rows == 20000
 
 
+@local_disk
 def test_manifests_are_merged_so_metadata_stays_bounded(catalog):
     t = make_table(catalog, **{"manifest.merge-min-count": "3", "bucket": "1"})
     for i in range(12):
@@ -174,6 +197,7 @@ def test_manifests_are_merged_so_metadata_stays_bounded(catalog):
     assert sorted(t.read()["id"].to_pylist()) == list(range(12))
 
 
+@local_disk
 @pytest.mark.parametrize("bad,match", [
     (pa.table({"dt": ["a"], "name": ["x"]}), r"missing primary-key column\(s\) \['id'\]"),
     (rows("a", [1]).append_column("zzz", pa.array([1])), "unexpected"),
@@ -206,6 +230,7 @@ def test_unknown_things_raise_clear_errors(catalog):
     assert catalog.list_tables("db") == []
 
 
+@local_disk
 def test_create_table_without_bucket(catalog):
     """Paimon's default, dynamic bucket, also with a key that leaves out the partition
     (cross-partition upsert: a key moves to the partition it is written to)."""
@@ -220,6 +245,7 @@ def test_create_table_without_bucket(catalog):
         ("a", 1), ("b", 2), ("b", 3)]
 
 
+@local_disk
 def test_table_option_typo_warns_naming_the_likely_key(catalog):
     with pytest.warns(lf.OptionNameWarning, match="'merge-engin'.*'merge-engine'"):
         t = catalog.create_table("db.typo", SCHEMA, primary_keys=["dt", "id"],
@@ -277,6 +303,7 @@ def test_catalog_lists_and_drops(catalog):
         make_table(catalog, name="db.t2")
 
 
+@local_disk
 @pytest.mark.parametrize("options", [{"file.format": "orc"}, {"data-file.thin-mode": "true"},
                                      {"metadata.stats-mode": "full"}])
 def test_file_layout_options_read_back(catalog, options):

@@ -1,6 +1,13 @@
 """Avro data files (`file.format=avro`): primary-key and append tables live their whole life in
 Avro (write, read, update, delete, compact, expire), a table moves from Parquet to Avro, every
-type lakeformat supports round-trips, stats are Java's, and refusals leave the table as it was."""
+type lakeformat supports round-trips, stats are Java's, and refusals leave the table as it was.
+
+The format is encoded and decoded in memory; the store only carries the bytes. So the primary-key
+table's whole life (write, update, delete, compact, expire: data files written, read and
+deleted) and a damaged file named by its path run on local disk and on the moto S3 server, and
+the rest (`@local_disk`: types, codecs, stats, schema moves, refusals before writing) on local
+disk only.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +27,10 @@ AVRO = {"file.format": "avro"}
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()),
                     ("price", pa.decimal128(10, 2)), ("qty", pa.int32())])
 NOW = dt.timedelta(0)
+
+
+#: a test of this module that never reaches store specifics: local disk only (module docstring)
+local_disk = pytest.mark.parametrize("catalog", ["local"], indirect=True)
 
 
 def rows(ids, dt_="a", tag="") -> pa.Table:
@@ -68,6 +79,7 @@ def test_primary_key_table_lives_in_avro(catalog):
     assert len(by_key(t)) == len(expected) + 3
 
 
+@local_disk
 def test_append_table_lives_in_avro(catalog):
     t = catalog.create_table("db.logs", SCHEMA, partition_keys=["dt"],
                              options={"bucket": "-1", **AVRO})
@@ -85,6 +97,7 @@ def test_append_table_lives_in_avro(catalog):
     assert sorted(t.read().to_pylist(), key=lambda r: r["id"]) == expected
 
 
+@local_disk
 def test_table_moving_from_parquet_to_avro_reads_both(catalog):
     t = catalog.create_table("db.mix", SCHEMA, primary_keys=["dt", "id"],
                              partition_keys=["dt"], options={"bucket": "1"})
@@ -159,6 +172,7 @@ def all_types_rows(n: int) -> pa.Table:
     return pa.Table.from_pylist(out, schema=ALL_TYPES)
 
 
+@local_disk
 @pytest.mark.parametrize("keys", [["id"], []], ids=["pk", "append"])
 def test_every_type_round_trips(catalog, keys):
     t = catalog.create_table("db.types", ALL_TYPES, primary_keys=keys,
@@ -174,6 +188,7 @@ def test_every_type_round_trips(catalog, keys):
     assert t.read().sort_by("id").to_pylist() == expected.to_pylist()
 
 
+@local_disk
 def test_stats_are_collected_from_the_rows_with_javas_avro_modes(catalog):
     """Java collects Avro stats row by row; in key-value files the `_KEY_` columns get the
     table's stats mode (truncate(16) by default), not the truncate(128) of Parquet/ORC."""
@@ -193,6 +208,7 @@ def test_stats_are_collected_from_the_rows_with_javas_avro_modes(catalog):
     assert list(meta.value_stats.null_counts) == [0, 1, 1]
 
 
+@local_disk
 @pytest.mark.parametrize("options,match", [
     ({"file.compression": "lz4"}, "file.compression 'lz4'"),
     ({"file.compression": "none"}, "file.compression 'none'"),
@@ -211,6 +227,7 @@ def test_unwritable_codec_fails_clearly_and_leaves_table_unchanged(catalog, opti
     assert len(t.read()) == 3
 
 
+@local_disk
 @pytest.mark.parametrize("codec", ["snappy", "bzip2", "xz", "zstandard", "null"])
 def test_every_avro_codec_round_trips(catalog, codec):
     t = catalog.create_table("db.c", SCHEMA, primary_keys=["dt", "id"],
@@ -221,6 +238,7 @@ def test_every_avro_codec_round_trips(catalog, codec):
     assert by_key(t) == {(r["dt"], r["id"]): r for r in rows(range(2000)).to_pylist()}
 
 
+@local_disk
 def test_types_avro_cannot_hold_are_refused_before_anything_is_written(catalog):
     schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("ns"))])
     t = catalog.create_table("db.ns", schema, primary_keys=["id"],

@@ -1,8 +1,15 @@
 """`Table.delete(where=...)`: a predicate on partition columns drops those partitions with an
 OVERWRITE commit; any other predicate writes -D records for the matching keys. Nothing matched
 commits nothing, a re-run with the same commit identifier lands once, an unknown column or a
-merge engine that cannot take a retract fails before anything is written. Local disk and the
-moto S3 server."""
+merge engine that cannot take a retract fails before anything is written.
+
+On local disk and the moto S3 server: a range dropping partitions (an OVERWRITE commit whose
+data files go), a predicate retracting keys (an APPEND of -D records), the streamed read under
+a small memory budget, and a re-run landing once (the commit identifier found among the
+snapshots). The rest (`@local_disk`) varies the predicate, its types and text, the merge
+engines and the refusals: predicate evaluation and checks made before any file is written or
+read, the same above either store, on local disk only.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +25,10 @@ SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False),
                     pa.field("id", pa.int64(), nullable=False), ("v", pa.string()),
                     ("amount", pa.int64())])
 DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
+
+
+#: a test of this module that never reaches store specifics: local disk only (module docstring)
+local_disk = pytest.mark.parametrize("catalog", ["local"], indirect=True)
 
 
 def make(catalog, name: str = "db.t", **options: str) -> lf.Table:
@@ -41,6 +52,7 @@ def state(t: lf.Table) -> tuple:
 ALL = [(d, i) for d in DAYS for i in range(4)]
 
 
+@local_disk
 @pytest.mark.parametrize("where", [
     [("dt", "=", "2024-01-02")],
     pc.field("dt") == "2024-01-02",
@@ -69,6 +81,7 @@ def test_range_on_a_partition_column_drops_every_matching_partition(catalog):
     assert keys(t) == [k for k in ALL if k[0] == "2024-01-01"]
 
 
+@local_disk
 def test_typed_partition_values_are_compared_as_their_type(catalog):
     schema = pa.schema([pa.field("d", pa.date32(), nullable=False),
                         pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
@@ -81,6 +94,7 @@ def test_typed_partition_values_are_compared_as_their_type(catalog):
     assert t.read().column("id").to_pylist() == [3]
 
 
+@local_disk
 @pytest.mark.parametrize("where", [
     [("amount", ">=", 20)],
     (pc.field("amount") >= 20),
@@ -118,6 +132,7 @@ def test_delete_where_reads_within_a_small_memory_budget(catalog):
     assert len(got) == n and pc.all(pc.equal(pc.bit_wise_and(got, 1), 0)).as_py()
 
 
+@local_disk
 def test_not_null_value_columns_are_carried_by_the_retracts(catalog):
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False),
                         pa.field("v", pa.string(), nullable=False)])
@@ -129,6 +144,7 @@ def test_not_null_value_columns_are_carried_by_the_retracts(catalog):
     assert res.rows_deleted == 2 and t.read().column("id").to_pylist() == [2]
 
 
+@local_disk
 def test_partial_update_refuses_row_retracts_but_drops_partitions(catalog):
     t = make(catalog, "db.pu", **{"merge-engine": "partial-update"})
     before = state(t)
@@ -140,6 +156,7 @@ def test_partial_update_refuses_row_retracts_but_drops_partitions(catalog):
     assert keys(t) == [k for k in ALL if k[0] != "2024-01-01"]
 
 
+@local_disk
 @pytest.mark.parametrize("where", [[("dt", "=", "2030-01-01")], [("amount", "<", 0)],
                                    pc.field("v") == "nothing"])
 def test_matching_nothing_commits_nothing(catalog, where):
@@ -168,6 +185,7 @@ def test_rerun_with_the_same_commit_identifier_lands_once(catalog, where, kind):
                          schema=SCHEMA), commit_user="dag.task", commit_identifier=20240101)
 
 
+@local_disk
 @pytest.mark.parametrize("where", [[("nope", "=", 1)], pc.field("nope") == 1,
                                    [("dt", "=", "2024-01-01"), ("nope", ">", 2)]])
 def test_unknown_column_fails_and_leaves_the_table(catalog, where):
@@ -178,6 +196,7 @@ def test_unknown_column_fails_and_leaves_the_table(catalog, where):
     assert state(t) == before
 
 
+@local_disk
 def test_keys_and_where_are_exclusive_and_where_cannot_be_empty(catalog):
     t = make(catalog)
     key = pa.table({"dt": ["2024-01-01"], "id": [0]})
@@ -193,6 +212,7 @@ def test_keys_and_where_are_exclusive_and_where_cannot_be_empty(catalog):
     assert ("2024-01-01", 0) not in keys(t)
 
 
+@local_disk
 @pytest.mark.parametrize("order", ["ascending", "descending"])
 def test_retracts_carry_the_sequence_field_of_the_rows_they_delete(catalog, order):
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.int64()),
@@ -206,6 +226,7 @@ def test_retracts_carry_the_sequence_field_of_the_rows_they_delete(catalog, orde
     assert t.read().column("id").to_pylist() == [2]
 
 
+@local_disk
 def test_delete_where_takes_where_text(catalog):
     t = catalog.create_table("db.text", pa.schema([("dt", pa.string()), ("id", pa.int64()),
                                                    ("name", pa.string())]),
@@ -219,6 +240,7 @@ def test_delete_where_takes_where_text(catalog):
     assert t.read().to_pylist() == [{"dt": "a", "id": 1, "name": "x"}]
 
 
+@local_disk
 @pytest.mark.parametrize("options, named", [
     ({"merge-engine": "aggregation", "fields.amount.aggregate-function": "sum"},
      "aggregation.remove-record-on-delete"),
@@ -240,6 +262,7 @@ def test_engines_that_would_keep_the_rows_are_refused_before_anything_is_read(
     assert t.delete(where=[("dt", "=", DAYS[0])]).partitions_dropped == (f"dt={DAYS[0]}",)
 
 
+@local_disk
 @pytest.mark.parametrize("options", [
     {"merge-engine": "aggregation", "fields.amount.aggregate-function": "sum",
      "aggregation.remove-record-on-delete": "true"},

@@ -1,7 +1,15 @@
 """`Table.inspect` (Paimon's system tables as Arrow tables) and `Table.history` on a table with
 two partition keys, several snapshots, a compaction, a tag, an alter and a delete: column
-names and types, and values checked against the table's own metadata. Local disk and the moto
-S3 server."""
+names and types, and values checked against the table's own metadata.
+
+The inspect tables read snapshots, manifests and files through the store (file paths and sizes
+are the store's), so the tests of that table run on local disk and on the moto S3 server; the
+table is built once per store for the module (`table`, module-scoped: the tests only read it,
+and the one that adds a tag deletes it again). A dropped table's refusal (its directory gone
+from the store) also runs on both. The other small tables (`@local_disk`: empty, unpartitioned,
+several higher-level files in one run, a partition key named like a column) check how rows are
+counted and named, the same above either store, on local disk only.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +20,7 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
+from tests.support.s3server import new_bucket, s3_options
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False),
                     pa.field("hr", pa.int32(), nullable=False),
@@ -25,10 +34,21 @@ def rows(keys: list[tuple[str, int, int]], v: str) -> pa.Table:
                      "id": [k[2] for k in keys], "v": [v] * len(keys)}, schema=SCHEMA)
 
 
-@pytest.fixture()
-def table(catalog) -> lf.Table:
+#: a test of this module that never reaches store specifics: local disk only (module docstring)
+local_disk = pytest.mark.parametrize("catalog", ["local"], indirect=True)
+
+
+@pytest.fixture(scope="module", params=["local", "s3"])
+def table(request, tmp_path_factory) -> lf.Table:
     """Snapshots: 1 APPEND (3 partitions), 2 APPEND (an update), tag t1 on 2, schema 1 adds
-    `n`, 3 APPEND, 4 COMPACT, 5 APPEND by a delete with a commit identifier."""
+    `n`, 3 APPEND, 4 COMPACT, 5 APPEND by a delete with a commit identifier. Built once per
+    store for the module: tests must leave it as they found it."""
+    if request.param == "local":
+        catalog = lf.Catalog(str(tmp_path_factory.mktemp("inspect") / "wh"))
+    else:
+        server = request.getfixturevalue("s3_server")
+        catalog = lf.Catalog(f"s3://{new_bucket(server)}/wh", options=s3_options(server))
+    catalog.create_database("db")
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["dt", "hr", "id"],
                              partition_keys=["dt", "hr"], options={"bucket": "2"})
     t.write(rows([("2024-01-01", 0, 1), ("2024-01-01", 0, 2), ("2024-01-01", 1, 3),
@@ -222,7 +242,11 @@ def test_schemas_table_has_each_version(table):
 
 def test_tags_table(table):
     table.create_tag("kept", snapshot_id=4, time_retained="1 h")
-    tags = table.inspect.tags()
+    try:
+        tags = table.inspect.tags()
+        info = {i.name: i for i in table.list_tags()}
+    finally:  # the module's other tests see the table as built
+        table.delete_tag("kept")
     assert names_types(tags) == [
         ("tag_name", pa.string()), ("snapshot_id", pa.int64()), ("schema_id", pa.int64()),
         ("commit_time", UTC_MS), ("record_count", pa.int64()), ("create_time", LOCAL_MS),
@@ -236,11 +260,11 @@ def test_tags_table(table):
     assert got[0]["commit_time"] == dt.datetime.fromtimestamp(snaps[2].time_millis / 1000,
                                                               dt.UTC)
     assert [r["time_retained"] for r in got] == [None, dt.timedelta(hours=1)]
-    info = {i.name: i for i in table.list_tags()}
     assert got[0]["create_time"] == info["t1"].create_time.replace(
         microsecond=info["t1"].create_time.microsecond // 1000 * 1000)
 
 
+@local_disk
 def test_inspect_of_an_empty_table_gives_empty_typed_tables(catalog):
     t = catalog.create_table("db.empty", SCHEMA, primary_keys=["dt", "hr", "id"],
                              partition_keys=["dt", "hr"], options={"bucket": "1"})
@@ -251,6 +275,7 @@ def test_inspect_of_an_empty_table_gives_empty_typed_tables(catalog):
     assert t.inspect.schemas().num_rows == 1 and t.history() == []
 
 
+@local_disk
 def test_unpartitioned_table_has_one_partition_row(catalog):
     t = catalog.create_table("db.flat", pa.schema([pa.field("id", pa.int64(), nullable=False),
                                                     ("v", pa.string())]),
@@ -271,6 +296,7 @@ def test_inspect_of_a_dropped_table_raises(catalog):
         t.history()
 
 
+@local_disk
 def test_sorted_runs_count_each_higher_level_once(catalog):
     t = catalog.create_table("db.runs", SCHEMA, primary_keys=["dt", "hr", "id"],
                              options={"bucket": "1", "target-file-size": "4 kb"})
@@ -286,6 +312,7 @@ def test_sorted_runs_count_each_higher_level_once(catalog):
     assert (bucket["sorted_runs"], bucket["level0_files"]) == (2, 1)
 
 
+@local_disk
 def test_a_partition_key_named_like_an_inspect_column_gets_a_prefix(catalog):
     schema = pa.schema([pa.field("level", pa.string(), nullable=False),
                         pa.field("id", pa.int64(), nullable=False)])

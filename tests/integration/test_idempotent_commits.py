@@ -3,6 +3,14 @@
 A job given a `commit_user` and `commit_identifier` whose pair already landed commits nothing
 again (an Airflow retry, a backfill re-run, a Spark driver that lost its commit's answer). The
 tables use the aggregation engine with `sum`, so a doubled write would show in the rows.
+
+Local disk and S3 (the `catalog` fixture) where the store takes part: publishing a snapshot
+whose answer is lost, two duplicates racing to publish, a loser's or a failed job's files
+deleted, job units (and their S3 FileIO) pickled across the runner seam. The tests of which
+pair belongs to which commit (other identifiers and users, a pair of another kind of call, a
+merge-schema write or a compaction run again) only read snapshots back and compare them, the
+same code on every store: they run on local disk (`local_catalog`), and the S3 runs above
+read the same snapshots through the same `find_commit`.
 """
 
 from __future__ import annotations
@@ -59,8 +67,8 @@ def test_a_retried_write_commits_once(catalog):
     assert again.to_dict()["already_committed"] is True
 
 
-def test_another_identifier_or_user_commits_again(catalog):
-    t = make(catalog)
+def test_another_identifier_or_user_commits_again(local_catalog):
+    t = make(local_catalog)
     t.write(batch(range(5)), commit_user=USER, commit_identifier=2)
     t.write(batch(range(5)), commit_user=USER, commit_identifier=1)  # a backfill of an older date
     t.write(batch(range(5)), commit_user="other", commit_identifier=2)
@@ -131,8 +139,8 @@ def test_a_duplicate_running_at_the_same_time_lands_once_and_leaves_no_files(cat
     assert data_files(t) > before
 
 
-def test_a_retried_merge_schema_write_commits_once(catalog):
-    t = make(catalog)
+def test_a_retried_merge_schema_write_commits_once(local_catalog):
+    t = make(local_catalog)
     t.write(batch(range(2)))
     wide = batch(range(2)).append_column("c", pa.array(["x", "y"]))
     first = t.write(wide, merge_schema=True, commit_user=USER, commit_identifier=3)
@@ -143,8 +151,8 @@ def test_a_retried_merge_schema_write_commits_once(catalog):
         {"id": 0, "n": 2, "c": "x"}, {"id": 1, "n": 2, "c": "y"}]
 
 
-def test_compaction_marks_its_snapshots_and_a_rerun_reports_them(catalog):
-    t = make(catalog, bucket="1")
+def test_compaction_marks_its_snapshots_and_a_rerun_reports_them(local_catalog):
+    t = make(local_catalog, bucket="1")
     for i in range(3):
         t.write(batch(range(i, 10 + i)))
     expected = totals(t)
@@ -293,8 +301,8 @@ def test_a_twin_landing_while_a_duplicate_retries_is_seen(local_catalog):
     assert data_files(t) == {f["file_name"] for f in t.files()}
 
 
-def test_a_pair_belongs_to_one_kind_of_call(catalog):
-    t = make(catalog, bucket="1")
+def test_a_pair_belongs_to_one_kind_of_call(local_catalog):
+    t = make(local_catalog, bucket="1")
     t.write(batch(range(4)))
     t.write(batch(range(4)))
     t.compact(commit_user=USER, commit_identifier=1)

@@ -25,8 +25,10 @@ from tests.support.fault_proxy import FaultProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITERS = 4
-#: commits per writer: STRESS_COMMITS, 12 in make test-deep (tests/support/depth.py)
-COMMITS = examples(6, 12, "STRESS_COMMITS")
+#: commits per writer: STRESS_COMMITS, 12 in make test-deep (tests/support/depth.py). Three
+#: each already has four writers queue for the commit lock while compaction and expiry loops run
+#: beside them (the loops stop when the writers are done), through a few hundred faults.
+COMMITS = examples(3, 12, "STRESS_COMMITS")
 LOCKED = {"lock.enabled": "true", "lock.lease-duration": "5 s", "lock-check-max-sleep": "200 ms"}
 
 
@@ -74,15 +76,19 @@ def check_table(t: lf.Table, total: int) -> list[int]:
 
 @pytest.mark.parametrize("rate", [0.15])
 def test_writers_compaction_and_expiry_under_faults_lose_nothing(s3_server, s3_warehouse, rate,
-                                                                 capsys):
+                                                                 tmp_path, capsys):
     uri, clean = s3_warehouse
     t = make_agg_table(uri, {**clean, **LOCKED})
+    stop = tmp_path / "writers-done"  # the loops run until the writers are done
     with FaultProxy(s3_server, rate=rate, seed=12) as proxy:
         faulty = {**clean, **LOCKED, "s3.endpoint": proxy.endpoint}
         writers = [spawn("agg-write", uri, faulty, f"{w * COMMITS},{COMMITS}")
                    for w in range(WRITERS)]
-        loops = [spawn("compact-loop", uri, faulty, "25"), spawn("expire-loop", uri, faulty, "25")]
-        outcomes = [result(p) for p in writers + loops]
+        loops = [spawn("compact-loop", uri, faulty, str(stop)),
+                 spawn("expire-loop", uri, faulty, str(stop))]
+        outcomes = [result(p) for p in writers]
+        stop.touch()
+        outcomes += [result(p) for p in loops]
         faults, requests = proxy.faults, proxy.requests
     ids = check_table(t, WRITERS * COMMITS)
     s3_retries = sum(o.get("s3_retries") or 0 for o in outcomes)

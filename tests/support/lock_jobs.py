@@ -9,7 +9,9 @@ log, `{"event": "executed"}` when a compaction's files are written but not yet c
 
 Jobs of the fault tests: `agg-write` (ARG = "first,count": one commit adding 1 to key
 `i % 10` per i, retried with the same commit identity until it lands), `compact-loop` and
-`expire-loop` (ARG = seconds; failures counted and run again).
+`expire-loop` (ARG = the path of a stop file: the job runs again and again, failures counted,
+until the test creates that file once its writers are done — and at least until one run
+succeeded, so a loop whose writers finished first still ran beside them).
 
 Jobs: `compact`, `compact-hang` (sleeps ARG seconds between writing its files and
 committing), `expire`, `orphans`, `write` (ARG = "first,count": one commit per id), `hold`
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -76,9 +79,13 @@ def _s3_retries(table: lf.Table) -> int | None:
     return getattr(unguarded(table.file_io), "retries", None)
 
 
-def _loop(seconds: float, call: Callable[[], Any]) -> dict[str, Any]:
-    deadline, runs, failures = time.monotonic() + seconds, 0, {}
-    while time.monotonic() < deadline:
+#: a loop whose stop file never comes (its test died) ends after this long anyway
+_LOOP_LIMIT_S = 600
+
+
+def _loop(stop_file: str, call: Callable[[], Any]) -> dict[str, Any]:
+    deadline, runs, failures = time.monotonic() + _LOOP_LIMIT_S, 0, {}
+    while time.monotonic() < deadline and not (runs and os.path.exists(stop_file)):
         try:
             call()
             runs += 1
@@ -127,10 +134,10 @@ def run(job: str, table: lf.Table, arg: str) -> Any:
         return {"job_retries": retries[0], "already_committed": already,
                 "s3_retries": _s3_retries(table)}
     if job == "compact-loop":
-        out = _loop(float(arg), lambda: table.compact(full=True))
+        out = _loop(arg, lambda: table.compact(full=True))
         return {**out, "s3_retries": _s3_retries(table)}
     if job == "expire-loop":
-        out = _loop(float(arg), lambda: table.expire_snapshots(retain_min=3, older_than="0 s"))
+        out = _loop(arg, lambda: table.expire_snapshots(retain_min=3, older_than="0 s"))
         return {**out, "s3_retries": _s3_retries(table)}
     raise SystemExit(f"unknown job {job!r}")
 

@@ -2,9 +2,9 @@
 
 * A reader that has planned a retained snapshot (read its snapshot and manifests) and is about
   to open its data files finishes with every row while expiry runs in between.
-* Expiring 250 snapshots (bench/expire.py: 500 and 20,000 files) sends batched DeleteObjects
-  (about one per 1,000 keys, no single deletes), reads each manifest and manifest list at
-  most once, and writes only `EARLIEST`; what it reported deleted is gone from the bucket and
+* Expiring 60 snapshots of 16 files each (bench/expire.py: 500 and 20,000 files), about 1,200
+  keys, sends batched DeleteObjects (about one per 1,000 keys, no single deletes), reads each
+  manifest and manifest list at most once, and writes only `EARLIEST`; what it reported deleted is gone from the bucket and
   the latest snapshot still reads.
 * Tags on S3 keep their rows through expiry; deleting the tag frees exactly the data files
   only it still held (computed from the file lists users see), and what its dry run listed.
@@ -151,9 +151,13 @@ def test_reader_of_retained_snapshot_finishes_while_expiry_runs(s3_warehouse, s3
 
 # -- request counts of a large expiry -----------------------------------------------------------
 # The scale (500 snapshots, 20,000 data files) takes minutes to build on moto: it is
-# bench/expire.py. Here 250 snapshots and 1,000 data files: about 2,000 keys to delete.
-N_SNAPSHOTS = 250
-FILES_PER_COMMIT = 4
+# bench/expire.py. Here 60 snapshots of 16 buckets: 960 data files and their snapshots,
+# manifests and manifest lists, about 1,200 keys to delete, so more than one DeleteObjects
+# batch (S3 takes at most 1,000 keys a request). Many files per commit rather than many commits:
+# each key is cheaper to build, and a commit's own keys are what the metadata reads count.
+N_SNAPSHOTS = 60
+FILES_PER_COMMIT = 16
+ROWS = 256  # ids per overwrite: enough that every one of the 16 buckets gets rows
 
 
 def build_local_then_upload(tmp_path, s3_server, bucket: str) -> tuple[str, int]:
@@ -164,7 +168,7 @@ def build_local_then_upload(tmp_path, s3_server, bucket: str) -> tuple[str, int]
     cat.create_database("db")
     t = cat.create_table("db.big", KV, primary_keys=["id"],
                          options={"bucket": str(FILES_PER_COMMIT)})
-    ids = np.arange(64)
+    ids = np.arange(ROWS)
     for i in range(N_SNAPSHOTS):
         t.write(pa.table({"id": ids, "v": ids * 1000 + i}, schema=KV), overwrite=True)
     client = boto3_client(s3_server)
@@ -180,14 +184,14 @@ def build_local_then_upload(tmp_path, s3_server, bucket: str) -> tuple[str, int]
     return "wh/db.db/big/", data_files
 
 
-def test_expiring_250_snapshots_batches_deletes_and_reads_each_manifest_once(
+def test_expiring_many_snapshots_batches_deletes_and_reads_each_manifest_once(
         tmp_path, s3_server, s3_bucket):
     prefix, data_files = build_local_then_upload(tmp_path, s3_server, s3_bucket)
     assert data_files == N_SNAPSHOTS * FILES_PER_COMMIT
     client = boto3_client(s3_server)
     t = lf.Catalog(f"s3://{s3_bucket}/wh", options=s3_options(s3_server)).get_table("db.big")
     assert [s.id for s in t.snapshots()] == list(range(1, N_SNAPSHOTS + 1))
-    want = pa.table({"id": np.arange(64), "v": np.arange(64) * 1000 + N_SNAPSHOTS - 1})
+    want = pa.table({"id": np.arange(ROWS), "v": np.arange(ROWS) * 1000 + N_SNAPSHOTS - 1})
     before = bucket_keys(client, s3_bucket, prefix)
 
     log = RequestLog(t.file_io.client)

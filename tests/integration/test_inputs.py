@@ -1,6 +1,14 @@
 """Inputs are checked and errors are typed: each bad input gets a lakeformat error naming the
 thing at fault (identifier, argument, option key, column, table), and leaves the table as it
-was. Local disk and the moto S3 server where storage matters."""
+was.
+
+Local disk and the moto S3 server where storage matters: identifiers that would escape their
+key prefix, and every verb on a dropped table (its objects gone). The refusals of filters,
+options and cut-offs (`@local_disk`, and the tests on `local_catalog`) are made before a file
+is read or written, the same above either store, so they run on local disk only; the S3 reads,
+writes and expiries that follow them are the ones `test_maintenance_s3.py` and the S3 runs of
+`test_table.py` make.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +25,10 @@ from lakeformat.options import CoreOptions, parse_bool, parse_duration
 from lakeformat.schema.schema_manager import SchemaManager
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+
+
+#: a test of this module that never reaches store specifics: local disk only (module docstring)
+local_disk = pytest.mark.parametrize("catalog", ["local"], indirect=True)
 
 
 def make(catalog, **options) -> lf.Table:
@@ -86,6 +98,7 @@ def test_write_and_delete_of_non_tabular_input_are_schema_mismatches(local_catal
 
 
 # -- filters ---------------------------------------------------------------------------------------
+@local_disk
 @pytest.mark.parametrize("flt", [[("zzz", "=", 1)], [[("id", "=", 1)], [("zzz", ">", 2)]],
                                  pc.field("zzz") == 1,
                                  (pc.field("id") > 0) & (pc.field("zzz") < 1)])
@@ -169,6 +182,7 @@ def test_invalid_commit_and_expiry_options_are_refused_at_create_and_alter(local
     assert [s.id for s in t.schemas()] == [0]
 
 
+@local_disk
 def test_invalid_commit_option_written_by_another_engine_is_refused_at_write(catalog):
     t = make(catalog)
     before = files(catalog)
@@ -186,6 +200,7 @@ def test_invalid_commit_option_written_by_another_engine_is_refused_at_write(cat
 
 
 # -- expiry's cut-off ------------------------------------------------------------------------------
+@local_disk
 @pytest.mark.parametrize("older_than", [dt.datetime.now() + dt.timedelta(hours=1),
                                         dt.timedelta(hours=-1)])
 def test_expire_snapshots_refuses_a_future_cutoff_like_the_other_verbs(catalog, older_than):

@@ -3,7 +3,14 @@ written by lakeformat: a key is unique across the table and the merge engine dec
 key arriving in another partition does (Java's GlobalIndexAssigner and ExistingProcessors);
 deletes by key find the key's partition; no HASH index is written; buckets fill to
 `dynamic-bucket.target-row-num` keys; what is not handled is refused and leaves the table as
-it was."""
+it was.
+
+The key index is bootstrapped from the table's data files and the writes land as any write
+does, so a key moving between partitions, compaction and expiry afterwards run on local disk
+and on the moto S3 server; the rest (`@local_disk` and the tests on `local_catalog`: engines,
+deletes by key, bucket filling, a larger random history against a model) is the assigner's
+logic above either store, on local disk only.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +28,10 @@ from lakeformat.operation.write_job import WriteJob
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False),
                     pa.field("id", pa.int64(), nullable=False), ("v", pa.string()),
                     ("w", pa.string())])
+
+
+#: a test of this module that never reaches store specifics: local disk only (module docstring)
+local_disk = pytest.mark.parametrize("catalog", ["local"], indirect=True)
 
 
 def rows(items) -> pa.Table:
@@ -95,6 +106,7 @@ def test_first_row_keeps_the_first(local_catalog):
     assert len(t.snapshots()) == n and state(t)[0] == ("d1", 1, "a")
 
 
+@local_disk
 def test_deletes_by_key_find_the_partition(catalog):
     t = cross(catalog)
     t.write(rows([("d1", 1, "a"), ("d2", 2, "b"), ("d3", 3, "c"), ("d1", 4, "d")]))
@@ -169,6 +181,7 @@ def test_assigners_own_buckets(local_catalog):
     assert sizes.max() <= 5 and t.read().num_rows == 60
 
 
+@local_disk
 def test_many_keys_over_partitions_against_a_model(catalog):
     rng = np.random.default_rng(7)
     t = cross(catalog, **{"dynamic-bucket.target-row-num": "40",

@@ -1,6 +1,10 @@
 """Rows for other dataframe libraries: `to_pandas`, `to_polars` (Polars is optional), and the
 Arrow PyCapsule stream (`Table.__arrow_c_stream__`, `read_batches()`) that pyarrow, Polars and
-DuckDB scan without a copy through pandas. Local disk and the moto S3 server."""
+DuckDB scan without a copy through pandas.
+
+Local disk only (`local_only`): these convert what `read` and `read_batches` return; the store
+is behind those two, whose S3 runs are in `test_read_batches.py` and `test_table.py`.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
+
+pytestmark = pytest.mark.local_only  # see the module docstring
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False),
                     pa.field("id", pa.int64(), nullable=False), ("v", pa.float64())])

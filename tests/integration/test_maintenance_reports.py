@@ -1,6 +1,14 @@
 """Maintenance that explains itself: expiry says how many snapshots the per-run limit left,
 dry-run text lists what would be deleted, clean_schemas says why each schema stays, and
-`compact_manifests=True` lets schemas only deleted files named go. Local disk and moto S3."""
+`compact_manifests=True` lets schemas only deleted files named go.
+
+What the reports say is computed from snapshots, manifests and schemas, the same above either
+store, so most tests (`@local_disk`) run on local disk only. Two run on the moto S3 server as
+well: the dry runs of orphans (files found by listing, their ages from S3's LastModified, S3
+paths in the text), schemas and partitions, and a manifest compaction that commits and then
+lets schema files go (a commit and deletes on S3). Expiry's deletes and counts on S3 are
+`test_maintenance_s3.py`'s; schema cleaning on S3 also `test_schema_retention.py`'s.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +24,10 @@ from lakeformat.results import LIST_LIMIT
 
 NOW = dt.timedelta(0)  # older_than=0: every snapshot's successor counts as old
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+
+
+#: a test of this module that never reaches store specifics: local disk only (module docstring)
+local_disk = pytest.mark.parametrize("catalog", ["local"], indirect=True)
 
 
 def many_snapshots(catalog, n: int, **options) -> lf.Table:
@@ -43,6 +55,7 @@ def listed(text: str) -> list[str]:
     return out
 
 
+@local_disk
 def test_expiry_reports_what_the_limit_left_and_next_runs_take_it(catalog):
     t = many_snapshots(catalog, 25, **{"snapshot.expire.limit": "10"})
     plan = t.expire_snapshots(retain_min=2, older_than=NOW, dry_run=True)
@@ -67,6 +80,7 @@ def test_expiry_reports_what_the_limit_left_and_next_runs_take_it(catalog):
     assert [s.id for s in t.snapshots()] == [24, 25]
 
 
+@local_disk
 def test_expiry_counts_only_snapshots_old_enough(catalog):
     t = many_snapshots(catalog, 12)
     time.sleep(0.05)
@@ -79,6 +93,7 @@ def test_expiry_counts_only_snapshots_old_enough(catalog):
     assert r.snapshots_deleted == [1, 2, 3, 4, 5] and r.snapshots_remaining_eligible == 6
 
 
+@local_disk
 def test_dry_run_text_lists_the_first_paths_and_how_many_more(catalog):
     t = many_snapshots(catalog, 15)
     plan = t.expire_snapshots(retain_min=1, older_than=NOW, max_deletes=20, dry_run=True)
@@ -152,6 +167,7 @@ def evolved_and_compacted(catalog) -> lf.Table:
     return t
 
 
+@local_disk
 def test_clean_schemas_says_why_each_schema_is_kept(catalog):
     t = evolved_and_compacted(catalog)
     t.alter(SchemaChange.set_option("custom.k", "2"))  # schema 3: nothing names it
@@ -179,6 +195,7 @@ def test_clean_schemas_says_why_each_schema_is_kept(catalog):
     assert r.kept_kinds == {0: "deleted-file", 1: "deleted-file", 2: "snapshot", 4: "latest"}
 
 
+@local_disk
 def test_clean_schemas_names_live_files_and_tags(catalog):
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
     t.write(pa.table({"id": [1], "v": ["a"]}))  # snapshot 1, schema 0
@@ -232,6 +249,7 @@ def test_compact_manifests_lets_schemas_of_deleted_files_go(catalog):
     assert fresh.read(snapshot_id=5).sort_by("id").equals(rows)
 
 
+@local_disk
 def test_without_compacting_manifests_the_old_schemas_stay(catalog):
     t = evolved_and_compacted(catalog)
     t.write(pa.table({"id": [5], "v": ["e"], "c": [3]}))  # snapshot 5, merge keeps the pairs

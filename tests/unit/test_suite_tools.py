@@ -39,15 +39,23 @@ def run_suite(folder: Path, source: str) -> tuple[int, Path]:
     return done.returncode, xml
 
 
+@pytest.fixture(scope="module")
+def suites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, Path]]:
+    """One passing and one failing suite, each run once for the module: the report only reads
+    their exit status and JUnit file, so a test may hand the same suite in twice."""
+    root = tmp_path_factory.mktemp("suites")
+    return {"passing": run_suite(root / "passing", PASSING),
+            "failing": run_suite(root / "failing", FAILING)}
+
+
 def report(*args: str | int | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "tests.support.suite_report",
                            *map(str, args)], cwd=ROOT, capture_output=True, text=True)
 
 
-def test_the_report_adds_both_suites_up_and_passes_when_both_passed(tmp_path):
-    main_status, main_xml = run_suite(tmp_path / "main", PASSING)
-    other_status, other_xml = run_suite(tmp_path / "other", PASSING)
-    done = report("main", main_status, main_xml, "interop", other_status, other_xml)
+def test_the_report_adds_both_suites_up_and_passes_when_both_passed(suites):
+    status, xml = suites["passing"]
+    done = report("main", status, xml, "interop", status, xml)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[-1] == "total: 4 passed, 0 failed, 2 skipped"
@@ -55,9 +63,8 @@ def test_the_report_adds_both_suites_up_and_passes_when_both_passed(tmp_path):
 
 
 @pytest.mark.parametrize("failing", ["main", "interop"])
-def test_the_report_fails_when_either_suite_failed(tmp_path, failing):
-    ok_status, ok_xml = run_suite(tmp_path / "ok", PASSING)
-    bad_status, bad_xml = run_suite(tmp_path / "bad", FAILING)
+def test_the_report_fails_when_either_suite_failed(suites, failing):
+    (ok_status, ok_xml), (bad_status, bad_xml) = suites["passing"], suites["failing"]
     assert bad_status == 1
     suites = {"main": (ok_status, ok_xml), "interop": (ok_status, ok_xml)}
     suites[failing] = (bad_status, bad_xml)
@@ -66,8 +73,8 @@ def test_the_report_fails_when_either_suite_failed(tmp_path, failing):
     assert done.stdout.splitlines()[-1] == "total: 3 passed, 1 failed, 1 skipped"
 
 
-def test_a_suite_that_crashed_without_a_report_fails_the_run(tmp_path):
-    ok_status, ok_xml = run_suite(tmp_path / "ok", PASSING)
+def test_a_suite_that_crashed_without_a_report_fails_the_run(suites, tmp_path):
+    ok_status, ok_xml = suites["passing"]
     done = report("main", ok_status, ok_xml, "interop", 4, tmp_path / "missing.xml")
     assert done.returncode == 1
     assert "interop suite: exit status 4, no report at" in done.stdout
@@ -112,14 +119,30 @@ def test_local_only_modules_run_catalog_tests_on_local_disk_only():
         "tests/integration/test_table.py::test_write_then_read_returns_rows[s3]"]
 
 
-def test_a_group_of_tests_runs_on_one_xdist_worker():
+# A plugin for the nested run below: every test's call is a no-op, so the run schedules the
+# real module's tests over real workers without running their CLI commands (scheduling is by
+# node id only; what the tests assert is their own module's business).
+CALLS_DO_NOTHING = '''
+def pytest_collection_modifyitems(items):
+    for item in items:
+        item.runtest = lambda: None
+'''
+
+
+def test_a_group_of_tests_runs_on_one_xdist_worker(tmp_path):
     """The CLI `where` tests share a module-scoped warehouse, so tests/conftest.py groups them
     (XDIST_GROUPS): over two workers they all run on one. (xdist's own `xdist_group` mark did
     not do this under pytest 9: the tests were spread over both workers.)"""
+    (tmp_path / "calls_do_nothing.py").write_text(CALLS_DO_NOTHING)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-v", "-n", "2", "--dist",
-                           "loadgroup", "-p", "no:cacheprovider", "tests/cli/test_where.py"],
-                          cwd=ROOT, capture_output=True, text=True)
+                           "loadgroup", "-p", "no:cacheprovider", "-p", "calls_do_nothing",
+                           "tests/cli/test_where.py"],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:]
-    workers = {line.split("]", 1)[0] for line in done.stdout.splitlines()
-               if line.startswith("[gw") and " PASSED " in line}
+    passed = [line for line in done.stdout.splitlines()
+              if line.startswith("[gw") and " PASSED " in line]
+    assert len(passed) >= 2, done.stdout[-3000:]  # a group of one would prove nothing
+    workers = {line.split("]", 1)[0] for line in passed}
     assert len(workers) == 1, done.stdout[-3000:]

@@ -1,7 +1,12 @@
 """Database and table names are checked by one rule set (Paimon's plus the file system's
 length limit) at every catalog entry point, on local disk, S3 and a JDBC catalog: a name the
 store cannot hold is an `InvalidIdentifierError` naming it, never a raw `OSError`, and nothing
-is created."""
+is created.
+
+The length rules meet the stores' own limits, so they run on local disk and the moto S3 server;
+Paimon's reserved names and the database rules (`@local_disk`) are refused before the store is
+asked anything, on local disk only.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,10 @@ import lakeformat as lf
 from lakeformat.identifier import check_identifier
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+#: a test of this module that never reaches store specifics: local disk only (module docstring)
+local_disk = pytest.mark.parametrize("catalog", ["local"], indirect=True)
+
+
 LONG_TABLE = "t" * 256  # one byte past a path component
 LONG_DATABASE = "d" * 253  # one byte past it once '.db' is appended
 WIDE_TABLE = "é" * 128  # 128 characters, 256 bytes in UTF-8
@@ -77,6 +86,7 @@ def test_the_longest_names_work(catalog):
     assert again.compact(full=True) is not None
 
 
+@local_disk
 @pytest.mark.parametrize("name,rule", [
     ("db.orders$snapshots", "'\\$'"), ("db.orders$branch_dev", "'\\$'"),
     ("sys.orders", "system database"), ("db.a.b", "'database.table'"),
@@ -93,6 +103,7 @@ def test_paimon_reserved_names_are_refused(catalog, name, rule):
     assert listing(catalog) == before
 
 
+@local_disk
 def test_database_names_follow_the_same_rules(catalog):
     for name, rule in (("sys", "system database"), ("a.b", "no '.'")):
         with pytest.raises(lf.InvalidIdentifierError, match=rule):

@@ -1,6 +1,10 @@
 """File ingest keeps the table's types: CSV and JSON values are parsed into the table's column
 types (never guessed, then cast), a bad value names file, line and column and writes nothing.
-Files are read from local disk and from the moto S3 server."""
+Files are read from local disk and from the moto S3 server: every value of the CSV and JSON
+files, and a bad value's message naming the S3 path, on both. Parsing happens in memory once a
+file's bytes are read, so the other bad values, JSON arrays and column checks (`@local_disk`,
+and the tests on `local_catalog`) run on local disk only.
+"""
 
 from __future__ import annotations
 
@@ -53,6 +57,10 @@ EXPECTED = [
 ]
 
 
+#: a test of this module that never reaches store specifics: local disk only (module docstring)
+local_disk = pytest.mark.parametrize("catalog", ["local"], indirect=True)
+
+
 def make(catalog) -> lf.Table:
     return catalog.create_table("db.t", SCHEMA, primary_keys=["dt", "id"],
                                 partition_keys=["dt"], options={"bucket": "2"})
@@ -80,6 +88,7 @@ def test_values_are_unchanged_after_write_and_read(catalog, name, text):
     assert {f["partition"]["dt"] for f in t.files()} == {"2024-01-02", "2024-01-03"}
 
 
+@local_disk
 def test_json_top_level_array_is_read_as_rows(catalog):
     t = make(catalog)
     lines = [ln for ln in JSON.splitlines() if ln.strip()]
@@ -94,7 +103,7 @@ def test_json_top_level_array_is_read_as_rows(catalog):
                   file_io=catalog.file_io)
 
 
-@pytest.mark.parametrize("name,text,line,column", [
+BAD_VALUES = [
     ("bad.csv", "code,id,dt\na,1,x\nb,2,x\nc,zwei,x\n", 4, "id"),
     ("bad2.csv", 'code,id,price,dt\n"multi\nline",1,1.5,x\nb,2,1.505,x\n', 4, "price"),
     ("bad3.csv", "code,id,day,dt\na,1,2024-02-30,x\n", 2, "day"),
@@ -104,7 +113,14 @@ def test_json_top_level_array_is_read_as_rows(catalog):
     ("bad2.json", '{"id": 1, "dt": "x"}\n{"id": 2.5, "dt": "x"}\n', 2, "id"),
     ("bad3.json", '{"id": 1, "dt": "x", "day": "2024-13-01"}\n', 1, "day"),
     ("bad4.json", '{"id": 1, "dt": "x", "price": 1.505}\n', 1, "price"),
-])
+]
+
+
+# every bad value on local disk; one CSV and one JSON file on S3 (the message names its S3 path)
+@pytest.mark.parametrize("catalog,name,text,line,column", [
+    *[("local", *case) for case in BAD_VALUES],
+    *[("s3", *case) for case in BAD_VALUES if case[0] in ("bad.csv", "bad.json")],
+], indirect=["catalog"])
 def test_bad_value_names_file_line_and_column_and_writes_nothing(catalog, name, text, line,
                                                                   column):
     t = make(catalog)
@@ -117,6 +133,7 @@ def test_bad_value_names_file_line_and_column_and_writes_nothing(catalog, name, 
     assert [s.id for s in t.snapshots()] == [1] and rows(t) == EXPECTED
 
 
+@local_disk
 def test_columns_absent_from_the_file_stay_absent_and_extra_ones_are_named(catalog):
     t = make(catalog)
     got = read_file(put(catalog, "few.csv", "id,dt\n1,a\n"), schema=t, file_io=catalog.file_io)

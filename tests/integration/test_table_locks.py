@@ -19,6 +19,7 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
+import lakeformat.clock
 from lakeformat.lock.base import TableLock
 from lakeformat.lock.guard import GuardedFileIO
 from lakeformat.storage import LocalFileIO
@@ -60,8 +61,15 @@ class Child:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.support.lock_jobs", job, wh, json.dumps(options), arg],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env, cwd=ROOT)
         self.events: list[dict[str, Any]] = []
+
+    def go(self) -> None:
+        """Start a job that waits for a line on its stdin (`write`)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
 
     def wait_for(self, event: str, timeout: float = 60) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
@@ -185,7 +193,16 @@ def test_paused_holder_loses_its_lease_and_commits_nothing(where):
     assert rows(t) == before_rows
 
 
-def test_killed_holder_is_taken_over_after_its_lease(where, capsys):
+def move_clock_past(until_ms: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Move this process's clock (`lakeformat.clock`) just past `until_ms`: contenders judge a
+    lease's expiry by their own clock against the expiry its holder wrote, so this is what a
+    contender sees once a dead holder's lease has run out, without waiting for it."""
+    clock = lakeformat.clock.now_millis
+    skew = max(0, until_ms - clock() + 1)
+    monkeypatch.setattr(lakeformat.clock, "now_millis", lambda: clock() + skew)
+
+
+def test_killed_holder_is_taken_over_after_its_lease(where, monkeypatch):
     wh, base = where
     t = make_table(wh, base, commits=4)
     before_rows, before_last = rows(t), t.latest_snapshot().id
@@ -193,17 +210,20 @@ def test_killed_holder_is_taken_over_after_its_lease(where, capsys):
     try:
         child.wait_for("executed")
         child.proc.send_signal(signal.SIGKILL)
-        killed = time.monotonic()
         child.proc.wait()
-        mine = lf.Catalog(wh, options={**base, "lock-acquire-timeout": "20 s"}).get_table("db.t")
-        assert rows(mine) == before_rows and mine.latest_snapshot().id == before_last
-        result = mine.compact(full=True)
-        took = time.monotonic() - killed
     finally:
         child.kill()
-    with capsys.disabled():
-        print(f"\ntakeover after kill -9: {took:.2f} s (lease 2 s)")
-    assert 0.5 < took < 10
+    dead = lease_body(t, t.locks.maintenance)
+    assert dead["pid"] == child.proc.pid
+    # the killed holder's lease outlives it: a contender is refused, and told who holds it
+    soon = lf.Catalog(wh, options={**base, "lock-acquire-timeout": "100 ms"}).get_table("db.t")
+    with pytest.raises(lf.LockTimeoutError, match=f"pid {child.proc.pid}"):
+        soon.compact(full=True)
+    # ... until the lease has run out (the clock moved past it): then it is taken over
+    move_clock_past(dead["expires_ms"], monkeypatch)
+    mine = lf.Catalog(wh, options={**base, "lock-acquire-timeout": "20 s"}).get_table("db.t")
+    assert rows(mine) == before_rows and mine.latest_snapshot().id == before_last
+    result = mine.compact(full=True)
     assert result.snapshot_ids and rows(mine) == before_rows
     data_files = {f.path for f in mine.file_io.list_recursive(mine.path) if "bucket-" in f.path}
     live = {f["path"] for f in mine.files()}
@@ -220,19 +240,24 @@ def test_commit_lock_around_concurrent_writers(where):
     opts = {**base, "lock.enabled": "true"}
     t = make_table(wh, opts, commits=0)
     assert isinstance(t.file_io, GuardedFileIO) and t.locks.commit is not None
-    writers = [Child("write", wh, opts, f"{1000 * (w + 1)},8") for w in range(3)]
+    # five commits each, the three started at once (after their interpreters are up)
+    writers = [Child("write", wh, opts, f"{1000 * (w + 1)},5") for w in range(3)]
+    for c in writers:
+        c.wait_for("ready")
+    for c in writers:
+        c.go()
     results = [c.finish() for c in writers]
     assert [r["event"] for r in results] == ["done"] * 3, results
     t.refresh()
     ids = [s.id for s in t.snapshots()]
-    assert ids == list(range(1, 25))
-    want = sorted(1000 * (w + 1) + i for w in range(3) for i in range(8))
+    assert ids == list(range(1, 16))
+    want = sorted(1000 * (w + 1) + i for w in range(3) for i in range(5))
     assert [r["id"] for r in rows(t)] == want
     for sid in ids:  # every snapshot readable
         t.read(snapshot_id=sid)
 
 
-def test_a_held_commit_lock_keeps_writes_from_publishing(where):
+def test_a_held_commit_lock_keeps_writes_from_publishing(where, monkeypatch):
     wh, base = where
     opts = {**base, "lock.enabled": "true", **HOLD_LEASE}
     t = make_table(wh, opts, commits=1)
@@ -252,8 +277,17 @@ def test_a_held_commit_lock_keeps_writes_from_publishing(where):
         wait_for_renewal(t, t.locks.commit, held)  # the holder renews it, nobody took it over
     finally:
         holder.kill()
-    t.write(pa.table({"id": [7], "v": [7]}))  # waits out the killed holder's lease (8 s)
-    assert [s.id for s in t.snapshots()] == [1, 2]
+    # The killed holder's lease stays valid for up to 8 s more: rather than wait them out, the
+    # clock moves past it, and the write finds a stale lease and takes it over (a write that
+    # ignored the lease would leave it there; one that waited for a release would time out).
+    dead = lease_body(t, t.locks.commit)
+    assert dead["owner"] == held["owner"]
+    move_clock_past(dead["expires_ms"], monkeypatch)
+    after = lf.Catalog(wh, options={**opts, "lock-acquire-timeout": "30 s"}).get_table("db.t")
+    after.write(pa.table({"id": [7], "v": [7]}))
+    assert [s.id for s in after.snapshots()] == [1, 2]
+    # the dead lease was taken over (only its taker can delete it), then given back
+    assert not t.file_io.exists(t.locks.commit.location)
 
 
 def test_bad_lock_input_is_refused_and_leaves_the_table_alone(tmp_path):
@@ -284,7 +318,30 @@ def test_bad_lock_input_is_refused_and_leaves_the_table_alone(tmp_path):
     assert lease.read_bytes() == b"\x00 not json"  # left for a person to look at
 
 
-def test_a_garbage_commit_lease_fails_writes_at_once_and_leaves_no_file(where):
+class Pauses:
+    """The `time` module for lakeformat's modules, except that every sleep is recorded."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+    def sleep(self, seconds: float) -> None:
+        self.seconds.append(seconds)
+        time.sleep(seconds)
+
+
+def record_pauses(monkeypatch: pytest.MonkeyPatch) -> Pauses:
+    """Record every `time.sleep` of lakeformat's modules (lock waits, commit back-offs)."""
+    pauses = Pauses()
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] == "lakeformat" and getattr(module, "time", None) is time:
+            monkeypatch.setattr(module, "time", pauses)
+    return pauses
+
+
+def test_a_garbage_commit_lease_fails_writes_at_once_and_leaves_no_file(where, monkeypatch):
     """An unreadable commit lease is not a commit that "may still land": every publish is
     refused before it is sent, so the job fails at once and removes what it wrote."""
     wh, base = where
@@ -297,12 +354,12 @@ def test_a_garbage_commit_lease_fails_writes_at_once_and_leaves_no_file(where):
              "compact": lambda: t.compact(full=True),
              "alter": lambda: t.alter(lf.SchemaChange.set_option("snapshot.num-retained.min",
                                                                 "3"))}
+    pauses = record_pauses(monkeypatch)
     for verb, call in verbs.items():
-        started = time.monotonic()
         with pytest.raises(lf.CorruptFileError) as err:
             call()
-        took = time.monotonic() - started
-        assert took < 2, f"{verb} took {took:.1f} s to fail"
+        # at once: no wait for the lock, no commit back-off (a count, not a stopwatch)
+        assert pauses.seconds == [], f"{verb} paused {pauses.seconds} s before failing"
         assert where_lease in str(err.value) and "delete the object" in str(err.value), verb
         assert not isinstance(err.value, lf.RETRYABLE_ERRORS), verb
         t.refresh()

@@ -14,7 +14,8 @@ until the test creates that file once its writers are done — and at least unti
 succeeded, so a loop whose writers finished first still ran beside them).
 
 Jobs: `compact`, `compact-hang` (sleeps ARG seconds between writing its files and
-committing), `expire`, `orphans`, `write` (ARG = "first,count": one commit per id), `hold`
+committing), `expire`, `orphans`, `write` (ARG = "first,count": one commit per id, started by
+a line on stdin once the job said `{"event": "ready"}`, so that writers start together), `hold`
 (holds the maintenance lock ARG seconds), `hold-commit` (the commit lock).
 """
 
@@ -115,8 +116,10 @@ def run(job: str, table: lf.Table, arg: str) -> Any:
             emit("holding")
             time.sleep(float(arg))
         return {}
-    if job == "write":
+    if job == "write":  # says "ready", and starts when a line comes on stdin
         first, count = (int(x) for x in arg.split(","))
+        emit("ready")
+        sys.stdin.readline()
         ids = []
         for i in range(first, first + count):
             r = table.write(pa.table({"id": [i], "v": [i]}), commit_user="w",

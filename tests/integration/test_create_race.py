@@ -6,6 +6,8 @@ differs. On local disk, on the moto S3 server and in a JDBC catalog, over many r
 Free rounds race as they come; in a held round the test holds the table's commit lock
 (`lock.enabled=true`) while both creators start, so both have seen no table and wait to write
 its first schema file when the lock is released: the race is certain, not left to timing.
+Rounds: `CREATE_RACE_ROUNDS`, 6 under make test (rounds 0 and 5 held, four free), 12 under
+make test-deep (0, 5 and 10 held), see tests/support/depth.py.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
+from tests.support.depth import examples
 
-ROUNDS = 12
+ROUNDS = examples(6, 12, "CREATE_RACE_ROUNDS")
+#: the rounds in which the test holds the commit lock while both creators start
+HELD = tuple(range(0, ROUNDS, 5))
 #: catalog options of the held rounds: the commit lock on, polled often
 LOCKED = {"lock.enabled": "true", "lock-check-max-sleep": "100 ms"}
 
@@ -96,7 +101,7 @@ def where(request, tmp_path) -> tuple[str, dict[str, str]]:
 def test_racing_creators_of_the_same_table_both_hold_it(where):
     warehouse, options = where
     options = {**options, **LOCKED}
-    outcomes = race(warehouse, options, held=(0, 5, 10))
+    outcomes = race(warehouse, options, held=HELD)
     for r, pair in sorted(outcomes.items()):
         assert pair == [("ok", f"db.t{r}")] * 2, (r, pair)
     with lf.Catalog(warehouse, options=options) as catalog:

@@ -1,14 +1,26 @@
-"""The installed `lakeformat` entry point, run in a subprocess with this checkout first on
-PYTHONPATH; helpers to compare its output (times, ids normalized; columns aligned)."""
+"""The `lakeformat` CLI two ways, and helpers to compare its output (times, ids normalized;
+columns aligned).
+
+`lakeformat(...)` / `run_all(...)` run the installed entry point in a subprocess with this
+checkout first on PYTHONPATH: for what only a process shows (the script itself, exit statuses
+and one-line errors on stderr, the environment, warnings, credentials). `lakeformat_main(...)`
+/ `run_main(...)` call `lakeformat.cli.main` — the function the script runs, as
+`sys.exit(main())` — in this process with its own stdout and stderr: the same parsing,
+commands and rendering without an interpreter's start-up (~0.5 s and most of a command's
+CPU), for the many variations of a command's flags and output.
+"""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -76,6 +88,38 @@ def run_all(*calls: Sequence[str]) -> list[Run]:
     """Independent commands at once (each a process: start-up dominates)."""
     with ThreadPoolExecutor(max_workers=4) as pool:
         return list(pool.map(lambda c: lakeformat(*c), calls))
+
+
+_IN_PROCESS = threading.Lock()  # sys.stdout and sys.stderr are the process's: one at a time
+
+
+def lakeformat_main(*args: str) -> Run:
+    """`lakeformat.cli.main(args)` in this process, as the installed script runs it (without
+    LAKEFORMAT_WAREHOUSE and LAKEFORMAT_DEBUG, as `cli_env` drops them): its exit status and
+    what it wrote to stdout (text or bytes, e.g. `read --csv`) and stderr."""
+    from lakeformat.cli import main
+
+    out, err = io.BytesIO(), io.BytesIO()
+    stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+    stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
+    with _IN_PROCESS:
+        saved = sys.stdout, sys.stderr, warnings.showwarning
+        hidden = {k: os.environ.pop(k) for k in ("LAKEFORMAT_WAREHOUSE", "LAKEFORMAT_DEBUG")
+                  if k in os.environ}
+        sys.stdout, sys.stderr = stdout, stderr
+        try:
+            code = main(list(args))
+        finally:
+            stdout.flush()
+            stderr.flush()
+            sys.stdout, sys.stderr, warnings.showwarning = saved  # main() sets showwarning
+            os.environ.update(hidden)
+    return Run(code, out.getvalue().decode("utf-8"), err.getvalue().decode("utf-8"))
+
+
+def run_main(*calls: Sequence[str]) -> list[Run]:
+    """`lakeformat_main` for each call, in turn."""
+    return [lakeformat_main(*c) for c in calls]
 
 
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")

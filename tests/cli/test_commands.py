@@ -1,6 +1,16 @@
-"""Every table and catalog command through the installed `lakeformat` script, for people
-(aligned tables with a header row, ISO times, human sizes) and with --json (one envelope,
-snake_case keys), --json accepted before or after the command."""
+"""Every table and catalog command of the `lakeformat` CLI, for people (aligned tables with a
+header row, ISO times, human sizes) and with --json (one envelope, snake_case keys), --json
+accepted before or after the command.
+
+The commands run through `lakeformat.cli.main` in this process (`lakeformat_main`, see
+conftest.py): what is checked here is each command's parsing and output, which is the same in
+the installed script, whose start-up was most of this module's time. The script itself runs
+here for --version and --help, and in test_errors.py, test_argument_errors.py,
+test_options.py (exit statuses, one-line errors, environment, warnings), in test_read.py and
+test_where.py (its output equals `main`'s), and in README.md's CLI session
+(tests/readme/test_readme_blocks.py: create, write, delete, read, describe, alter, tag,
+compact, snapshots, history, files, expire, drop through the script).
+"""
 
 from __future__ import annotations
 
@@ -10,11 +20,12 @@ import lakeformat as lf
 from tests.cli.conftest import (
     assert_one_line_error,
     assert_table,
-    lakeformat,
+    lakeformat_main,
     make_orders,
     normalize,
     orders,
     run_all,
+    run_main,
 )
 
 
@@ -37,7 +48,7 @@ def test_version_and_help():
 
 
 def test_json_before_or_after_the_command_is_the_same_envelope(wh):
-    before, after, plain = run_all(["--json", "--warehouse", wh, "snapshots", "db.t"],
+    before, after, plain = run_main(["--json", "--warehouse", wh, "snapshots", "db.t"],
                                    ["--warehouse", wh, "snapshots", "db.t", "--json"],
                                    ["--warehouse", wh, "snapshots", "db.t"])
     assert before.ok().out == after.ok().out
@@ -58,7 +69,7 @@ def test_json_before_or_after_the_command_is_the_same_envelope(wh):
 def test_history_mirrors_table_history(wh):
     """`history` is `Table.history()`: newest first, `--limit`, a table and the JSON envelope
     (its `timestamp` as `time` + `time_millis`, like every instant of the CLI)."""
-    full, limited, plain, bad = run_all(
+    full, limited, plain, bad = run_main(
         ["--warehouse", wh, "history", "db.t", "--json"],
         ["--warehouse", wh, "history", "db.t", "--limit", "2", "--json"],
         ["--warehouse", wh, "history", "db.t"],
@@ -81,7 +92,7 @@ def test_history_mirrors_table_history(wh):
 
 
 def test_databases_tables_describe_schemas_tags(wh):
-    dbs, dbs_j, tabs, tabs_j, desc, desc_j, sch, sch_j, tags, tags_j = run_all(
+    dbs, dbs_j, tabs, tabs_j, desc, desc_j, sch, sch_j, tags, tags_j = run_main(
         ["--warehouse", wh, "list-databases"], ["--warehouse", wh, "--json", "list-databases"],
         ["--warehouse", wh, "list-tables", "db"], ["--warehouse", wh, "list-tables", "db",
                                                    "--json"],
@@ -145,7 +156,7 @@ def test_databases_tables_describe_schemas_tags(wh):
 
 
 def test_files_worst_bucket_first_with_a_bucket_summary(wh):
-    human, summary, js = run_all(["--warehouse", wh, "files", "db.t"],
+    human, summary, js = run_main(["--warehouse", wh, "files", "db.t"],
                                  ["--warehouse", wh, "files", "db.t", "--summary"],
                                  ["--warehouse", wh, "files", "db.t", "--json"])
     listing, tail = human.ok().out.split("\n\n")
@@ -172,11 +183,11 @@ def test_files_worst_bucket_first_with_a_bucket_summary(wh):
 def test_create_write_delete_alter_drop(tmp_path):
     wh = str(tmp_path / "wh")
     base = ["--warehouse", wh]
-    out = lakeformat(*base, "create-database", "db").ok().out
+    out = lakeformat_main(*base, "create-database", "db").ok().out
     assert out == f"created database db in {wh}\n"
-    again = lakeformat(*base, "create-database", "db", "--if-not-exists", "--json").ok()
+    again = lakeformat_main(*base, "create-database", "db", "--if-not-exists", "--json").ok()
     assert again.json() == {"database": "db", "created": False, "warehouse": wh}
-    made = lakeformat(*base, "create-table", "db.t", "--columns",
+    made = lakeformat_main(*base, "create-table", "db.t", "--columns",
                       "id BIGINT, name STRING, price DECIMAL(10, 2)", "--primary-key", "id",
                       "-O", "bucket=1", "--json").ok().json()
     assert made["table"] == "db.t" and made["schema_id"] == 0 and made["created"] is True
@@ -184,11 +195,11 @@ def test_create_write_delete_alter_drop(tmp_path):
     src.write_text("id,name,price\n1,a,1.50\n2,b,2.00\n3,c,3.25\n")
     keys = tmp_path / "keys.csv"
     keys.write_text("id\n2\n")
-    w = lakeformat(*base, "write", "db.t", str(src), "--commit-user", "u").ok()
+    w = lakeformat_main(*base, "write", "db.t", str(src), "--commit-user", "u").ok()
     assert w.out.startswith("db.t: snapshot 1 (APPEND), 3 rows")  # the result's own str
-    d = lakeformat("--json", *base, "delete", "db.t", str(keys)).ok().json()
+    d = lakeformat_main("--json", *base, "delete", "db.t", str(keys)).ok().json()
     assert d["snapshot_id"] == 2 and d["table"] == "db.t"
-    alt = lakeformat(*base, "alter", "db.t", "--add-column", "note STRING COMMENT 'free text'",
+    alt = lakeformat_main(*base, "alter", "db.t", "--add-column", "note STRING COMMENT 'free text'",
                      "--set-option", "snapshot.num-retained.min=2").ok()
     assert alt.out == ("db.t: schema 1\n"
                        "ID  NAME   TYPE            NULLABLE  COMMENT\n"
@@ -196,43 +207,43 @@ def test_create_write_delete_alter_drop(tmp_path):
                        " 1  name   STRING          yes\n"
                        " 2  price  DECIMAL(10, 2)  yes\n"
                        " 3  note   STRING          yes       free text\n")
-    alt_j = lakeformat(*base, "alter", "db.t", "--rename-column", "note=remark", "--json").ok()
+    alt_j = lakeformat_main(*base, "alter", "db.t", "--rename-column", "note=remark", "--json").ok()
     schema = alt_j.json()
     assert schema["id"] == 2 and schema["fields"][3]["name"] == "remark"
     assert schema["fields"][3]["description"] == "free text"
     assert schema["options"]["snapshot.num-retained.min"] == "2"
-    read = lakeformat(*base, "read", "db.t").ok()
+    read = lakeformat_main(*base, "read", "db.t").ok()
     assert read.out == ("id  name  price  remark\n"
                         " 1  a      1.50  NULL\n"
                         " 3  c      3.25  NULL\n")
     assert read.err == "(2 rows)\n"
-    dropped = lakeformat(*base, "drop-table", "db.t").ok()
+    dropped = lakeformat_main(*base, "drop-table", "db.t").ok()
     assert dropped.out == "dropped table db.t\n"
-    gone, missing = run_all([*base, "drop-table", "db.t", "--if-exists", "--json"],
+    gone, missing = run_main([*base, "drop-table", "db.t", "--if-exists", "--json"],
                             [*base, "drop-table", "db.t"])
     assert gone.ok().json() == {"table": "db.t", "dropped": False}
     assert_one_line_error(missing, 1, "db.t", "does not exist", wh)
-    assert lakeformat(*base, "list-tables", "db", "--json").ok().json() == []
+    assert lakeformat_main(*base, "list-tables", "db", "--json").ok().json() == []
 
 
 def test_append_table_from_the_cli(tmp_path):
     """Without --primary-key: an append table (no bucket needed); every row kept, compaction
     joins the small files, a delete by key is refused in one line."""
     base = ["--warehouse", str(tmp_path / "wh")]
-    lakeformat(*base, "create-database", "db").ok()
-    lakeformat(*base, "create-table", "db.logs", "--columns", "dt STRING, id BIGINT, msg STRING",
+    lakeformat_main(*base, "create-database", "db").ok()
+    lakeformat_main(*base, "create-table", "db.logs", "--columns", "dt STRING, id BIGINT, msg STRING",
                "--partition-key", "dt").ok()
-    described = lakeformat(*base, "describe", "db.logs", "--json").ok().json()
+    described = lakeformat_main(*base, "describe", "db.logs", "--json").ok().json()
     assert described["primary_keys"] == [] and "bucket" not in described["options"]
     src = tmp_path / "in.csv"
     src.write_text("dt,id,msg\nd1,1,a\nd1,1,a\nd2,2,b\n")
     for _ in range(5):
-        lakeformat(*base, "write", "db.logs", str(src)).ok()
-    rows = lakeformat(*base, "read", "db.logs", "--json").ok().lines()
+        lakeformat_main(*base, "write", "db.logs", str(src)).ok()
+    rows = lakeformat_main(*base, "read", "db.logs", "--json").ok().lines()
     assert len(rows) == 15 and rows.count({"dt": "d1", "id": 1, "msg": "a"}) == 10
-    done = lakeformat(*base, "compact", "db.logs", "--minor", "--json").ok().json()
+    done = lakeformat_main(*base, "compact", "db.logs", "--minor", "--json").ok().json()
     assert done["total"]["files_in"] == 10 and done["total"]["files_out"] == 2
     keys = tmp_path / "keys.csv"
     keys.write_text("id\n1\n")
-    refused = lakeformat(*base, "delete", "db.logs", str(keys))
+    refused = lakeformat_main(*base, "delete", "db.logs", str(keys))
     assert_one_line_error(refused, 1, "append table has no primary key")

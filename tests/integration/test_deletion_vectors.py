@@ -1,7 +1,14 @@
 """Deletion-vector tables: reads leave out the rows their vectors mark, a batch read of a
 primary-key table sees compacted files only (as Java's), compaction rewrites a bucket leaving
 no vector, and expiry keeps the index files a retained snapshot uses. The vectors are written
-by `tests/support/deletion_vectors.py`, playing the part of Java's writers."""
+by `tests/support/deletion_vectors.py`, playing the part of Java's writers.
+
+The index files live beside the data files, so writing them (a lookup compaction marking the
+rows it replaces), a vector committed under a compaction's feet, and expiry and orphan removal
+keeping the index files retained snapshots use run on local disk and on the moto S3 server.
+How vectors apply to reads and compactions and the 64-bit refusal (`@local_disk`) are the same
+above either store, on local disk only.
+"""
 
 from __future__ import annotations
 
@@ -54,6 +61,10 @@ def vectors(t) -> dict[str, int]:
     return {name: d.cardinality for files in dvs.values() for name, d in files.items()}
 
 
+#: a test of this module that never reaches store specifics: local disk only (module docstring)
+local_disk = pytest.mark.parametrize("catalog", ["local"], indirect=True)
+
+
 # -- the bytes -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("positions", [
     [], [0], [0, 1, 2, 3, 10], list(range(100_000)), list(range(0, 10_000, 2)),
@@ -104,6 +115,7 @@ def test_writes_compact_level_0_and_mark_the_rows_they_replace(catalog):
     assert again.already_committed and rows(t) == sorted(want + [("d1", 1000, "c1000")])
 
 
+@local_disk
 def test_level_0_is_read_with_merge_on_read_only(catalog):
     t = dv_table(catalog, **{"write-only": "true"})  # a writer that leaves compaction to a job
     t.write(batch(range(10), "a"))
@@ -116,6 +128,7 @@ def test_level_0_is_read_with_merge_on_read_only(catalog):
     assert len(rows(t)) == 10 and {e.file.level for e in live_entries(t)} == {5}
 
 
+@local_disk
 def test_a_java_delete_marks_a_row(catalog):
     t = dv_table(catalog)
     t.write(batch(range(20), "a"))
@@ -127,6 +140,7 @@ def test_a_java_delete_marks_a_row(catalog):
     assert len(rows(t)) == 20 and sum(vectors(t).values()) == 1
 
 
+@local_disk
 def test_append_table_vectors_apply_to_reads_and_compaction(catalog):
     t = catalog.create_table("db.logs", KV, partition_keys=["dt"],
                              options={"deletion-vectors.enabled": "true"})
@@ -147,6 +161,7 @@ def test_append_table_vectors_apply_to_reads_and_compaction(catalog):
     assert t.latest_snapshot().index_manifest is None  # no vector outlives its files
 
 
+@local_disk
 def test_compacting_some_files_keeps_the_others_vectors(catalog):
     t = catalog.create_table("db.logs", KV, partition_keys=["dt"],
                              options={"deletion-vectors.enabled": "true",
@@ -178,6 +193,7 @@ def test_compacting_some_files_keeps_the_others_vectors(catalog):
 
 
 # -- compaction ----------------------------------------------------------------------------------
+@local_disk
 def test_full_compaction_leaves_no_vector(catalog):
     t = dv_table(catalog)
     t.write(batch(range(30), "a"))
@@ -245,6 +261,7 @@ def test_expiry_and_orphans_keep_the_index_files_retained_snapshots_use(catalog)
 
 
 # -- refusals --------------------------------------------------------------------------------------
+@local_disk
 def test_64_bit_vectors_are_refused_naming_the_option(catalog):
     t = dv_table(catalog, **{"deletion-vectors.bitmap64": "true"})
     with pytest.raises(UnsupportedError, match="deletion-vectors.bitmap64"):

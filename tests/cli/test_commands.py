@@ -188,8 +188,8 @@ def test_create_write_delete_alter_drop(tmp_path):
     again = lakeformat_main(*base, "create-database", "db", "--if-not-exists", "--json").ok()
     assert again.json() == {"database": "db", "created": False, "warehouse": wh}
     made = lakeformat_main(*base, "create-table", "db.t", "--columns",
-                      "id BIGINT, name STRING, price DECIMAL(10, 2)", "--primary-key", "id",
-                      "-O", "bucket=1", "--json").ok().json()
+                           "id BIGINT, name STRING, price DECIMAL(10, 2)", "--primary-key", "id",
+                           "-O", "bucket=1", "--json").ok().json()
     assert made["table"] == "db.t" and made["schema_id"] == 0 and made["created"] is True
     src = tmp_path / "in.csv"
     src.write_text("id,name,price\n1,a,1.50\n2,b,2.00\n3,c,3.25\n")
@@ -199,15 +199,17 @@ def test_create_write_delete_alter_drop(tmp_path):
     assert w.out.startswith("db.t: snapshot 1 (APPEND), 3 rows")  # the result's own str
     d = lakeformat_main("--json", *base, "delete", "db.t", str(keys)).ok().json()
     assert d["snapshot_id"] == 2 and d["table"] == "db.t"
-    alt = lakeformat_main(*base, "alter", "db.t", "--add-column", "note STRING COMMENT 'free text'",
-                     "--set-option", "snapshot.num-retained.min=2").ok()
+    alt = lakeformat_main(*base, "alter", "db.t", "--add-column",
+                          "note STRING COMMENT 'free text'",
+                          "--set-option", "snapshot.num-retained.min=2").ok()
     assert alt.out == ("db.t: schema 1\n"
                        "ID  NAME   TYPE            NULLABLE  COMMENT\n"
                        " 0  id     BIGINT          no\n"
                        " 1  name   STRING          yes\n"
                        " 2  price  DECIMAL(10, 2)  yes\n"
                        " 3  note   STRING          yes       free text\n")
-    alt_j = lakeformat_main(*base, "alter", "db.t", "--rename-column", "note=remark", "--json").ok()
+    alt_j = lakeformat_main(*base, "alter", "db.t", "--rename-column", "note=remark",
+                            "--json").ok()
     schema = alt_j.json()
     assert schema["id"] == 2 and schema["fields"][3]["name"] == "remark"
     assert schema["fields"][3]["description"] == "free text"
@@ -220,7 +222,7 @@ def test_create_write_delete_alter_drop(tmp_path):
     dropped = lakeformat_main(*base, "drop-table", "db.t").ok()
     assert dropped.out == "dropped table db.t\n"
     gone, missing = run_main([*base, "drop-table", "db.t", "--if-exists", "--json"],
-                            [*base, "drop-table", "db.t"])
+                             [*base, "drop-table", "db.t"])
     assert gone.ok().json() == {"table": "db.t", "dropped": False}
     assert_one_line_error(missing, 1, "db.t", "does not exist", wh)
     assert lakeformat_main(*base, "list-tables", "db", "--json").ok().json() == []
@@ -231,8 +233,8 @@ def test_append_table_from_the_cli(tmp_path):
     joins the small files, a delete by key is refused in one line."""
     base = ["--warehouse", str(tmp_path / "wh")]
     lakeformat_main(*base, "create-database", "db").ok()
-    lakeformat_main(*base, "create-table", "db.logs", "--columns", "dt STRING, id BIGINT, msg STRING",
-               "--partition-key", "dt").ok()
+    lakeformat_main(*base, "create-table", "db.logs", "--columns",
+                    "dt STRING, id BIGINT, msg STRING", "--partition-key", "dt").ok()
     described = lakeformat_main(*base, "describe", "db.logs", "--json").ok().json()
     assert described["primary_keys"] == [] and "bucket" not in described["options"]
     src = tmp_path / "in.csv"

@@ -1,13 +1,18 @@
 """`--where` on the command line: the one grammar of read and compact (each operator, IN,
 IS NULL, AND/OR, repeated flags ANDed), partition pruning, and errors naming column and value.
-The grammar itself is pinned in tests/unit/test_where.py; this checks the CLI wiring."""
+The grammar itself is pinned in tests/unit/test_where.py; this checks the CLI wiring.
+
+The operator cases, the errors and delete run through `lakeformat.cli.main` in this process
+(`run_main`, see conftest.py); the installed script runs one operator case (its rows equal
+`main`'s) and the pruning test, whose unpruned read must fail on a broken file in one line.
+"""
 
 from __future__ import annotations
 
 import pytest
 
 import lakeformat as lf
-from tests.cli.conftest import assert_one_line_error, make_orders, orders, run_all
+from tests.cli.conftest import assert_one_line_error, make_orders, orders, run_all, run_main
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +39,12 @@ def test_where_operators_on_the_command_line(wh):
         "(id = 1 OR id = 2) AND name = 'n2'": [2], "price >= 4.0 and name = n8": [8],
     }
     base = ["--warehouse", wh, "read", "db.t", "--json", "--where", "dt = '2024-01-01'"]
-    runs = run_all(*[[*base, "--where", text] for text in cases])
+    runs = run_main(*[[*base, "--where", text] for text in cases])
     for (text, want), run in zip(cases.items(), runs):
         assert ids(run) == want, text
+    text = "name IS NOT NULL AND id BETWEEN 5 AND 8"
+    script, = run_all([*base, "--where", text])
+    assert script.ok().out == runs[list(cases).index(text)].out
 
 
 def test_partition_terms_prune_and_compact_takes_the_same_grammar(wh, tmp_path):
@@ -65,7 +73,7 @@ def test_partition_terms_prune_and_compact_takes_the_same_grammar(wh, tmp_path):
 
 def test_where_errors_name_the_column_value_and_type(wh):
     base = ["--warehouse", wh, "read", "db.t", "--where"]
-    bad_col, bad_value, bad_syntax, null_cmp = run_all(
+    bad_col, bad_value, bad_syntax, null_cmp = run_main(
         [*base, "zzz = 1"], [*base, "id = abc"], [*base, "id = 1 AND"], [*base, "name = NULL"])
     assert_one_line_error(bad_col, 2, "unknown column 'zzz'", "db.t", "dt, id, name, price")
     assert_one_line_error(bad_value, 2, "'abc'", "'id'", "BIGINT")
@@ -79,12 +87,12 @@ def test_delete_where_drops_partitions_or_deletes_matching_keys(tmp_path):
     t.write(orders(10, "2024-01-01"))
     t.write(orders(5, "2024-01-02", start=10))
     base = ["--warehouse", wh, "delete", "db.t"]
-    rows, = run_all([*base, "--where", "name IS NULL OR id = 9", "--where", "id < 100",
-                     "--json"])
+    rows, = run_main([*base, "--where", "name IS NULL OR id = 9", "--where", "id < 100",
+                      "--json"])
     result = rows.ok().json()
     assert result["rows_deleted"] == 4 and result["commit_kind"] == "APPEND"  # 0, 7, 9, 14
-    part, both, neither = run_all([*base, "--where", "dt = '2024-01-02'", "--json"],
-                                  [*base, "keys.csv", "--where", "id = 1"], [*base])
+    part, both, neither = run_main([*base, "--where", "dt = '2024-01-02'", "--json"],
+                                   [*base, "keys.csv", "--where", "id = 1"], [*base])
     assert part.ok().json()["partitions_dropped"] == ["dt=2024-01-02"]
     assert part.json()["commit_kind"] == "OVERWRITE"
     assert_one_line_error(both, 2, "not both")

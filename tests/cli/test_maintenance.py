@@ -1,11 +1,18 @@
 """Maintenance commands print the library result's own text for people and its dict in the
 JSON envelope: expire-snapshots, clean-schemas, remove-orphan-files, expire-partitions, tag
-create/delete, rollback, compact."""
+create/delete, rollback, compact.
+
+The commands run through `lakeformat.cli.main` in this process (`lakeformat_main`, see
+conftest.py): the same parsing and rendering as the installed script, without its start-up.
+The script runs compact, expire-snapshots and tag in README.md's CLI session
+(tests/readme/test_readme_blocks.py), and its exit statuses and errors in test_errors.py and
+test_argument_errors.py.
+"""
 
 from __future__ import annotations
 
 import lakeformat as lf
-from tests.cli.conftest import lakeformat, make_orders, orders, run_all
+from tests.cli.conftest import lakeformat_main, make_orders, orders, run_main
 
 
 def test_maintenance_commands_in_both_modes(tmp_path):
@@ -14,7 +21,7 @@ def test_maintenance_commands_in_both_modes(tmp_path):
     for i in range(4):
         t.write(orders(2, f"2024-01-0{1 + i % 2}", start=10 * i))
     base = ["--warehouse", wh]
-    (exp_dry, exp_dry_j, schemas_dry, orphans_dry, parts_dry, tag_made, compact_dry) = run_all(
+    (exp_dry, exp_dry_j, schemas_dry, orphans_dry, parts_dry, tag_made, compact_dry) = run_main(
         [*base, "expire-snapshots", "db.t", "--retain-min", "1", "--older-than", "0 s",
          "--dry-run"],
         [*base, "--json", "expire-snapshots", "db.t", "--retain-min", "1", "--older-than",
@@ -32,18 +39,18 @@ def test_maintenance_commands_in_both_modes(tmp_path):
     assert tag_made.ok().out.startswith("tag keep: snapshot 2")
     assert len(compact_dry.ok().json()) == 4
 
-    human = lakeformat(*base, "compact", "db.t", "--minor").ok()
+    human = lakeformat_main(*base, "compact", "db.t", "--minor").ok()
     assert human.out.startswith("db.t: ") and "minor compaction" in human.out
-    full = lakeformat(*base, "compact", "db.t", "--json").ok()
+    full = lakeformat_main(*base, "compact", "db.t", "--json").ok()
     assert full.json()["full"] is True and "buckets to compact" in full.err  # progress: stderr
-    rolled = lakeformat(*base, "rollback", "db.t", "keep", "--json").ok().json()
+    rolled = lakeformat_main(*base, "rollback", "db.t", "keep", "--json").ok().json()
     assert rolled["latest_snapshot"] == 2
-    untag, expired = run_all([*base, "tag", "db.t", "delete", "keep", "--json"],
-                             [*base, "expire-snapshots", "db.t", "--retain-min", "1",
-                              "--older-than", "0 s"])
+    untag, expired = run_main([*base, "tag", "db.t", "delete", "keep", "--json"],
+                              [*base, "expire-snapshots", "db.t", "--retain-min", "1",
+                               "--older-than", "0 s"])
     assert untag.ok().json()["operation"]
     assert expired.ok().out.startswith("db.t: ")
-    rows = lakeformat(*base, "read", "db.t", "--json").ok().lines()
+    rows = lakeformat_main(*base, "read", "db.t", "--json").ok().lines()
     assert sorted(r["id"] for r in rows) == [0, 1, 10, 11]
 
 
@@ -55,20 +62,20 @@ def test_expiry_says_what_the_limit_left_and_clean_schemas_says_why(tmp_path):
     t.alter([lf.SchemaChange.set_option("snapshot.num-retained.min", "1")])  # schema 1
     base = ["--warehouse", wh]
     old = ["--retain-min", "1", "--older-than", "0 s"]
-    dry = lakeformat(*base, "expire-snapshots", "db.t", *old, "--max-deletes", "2",
-                     "--dry-run").ok().out
+    dry = lakeformat_main(*base, "expire-snapshots", "db.t", *old, "--max-deletes", "2",
+                          "--dry-run").ok().out
     assert "limit snapshot.expire.limit=2 reached; 3 more snapshots are eligible" in dry
     assert "snapshots: 1..2" in dry and "/snapshot/snapshot-2" in dry  # the list, not counts
-    lakeformat(*base, "compact", "db.t").ok()
-    lakeformat(*base, "expire-snapshots", "db.t", *old, "--max-deletes", "20").ok()
-    kept = lakeformat(*base, "clean-schemas", "db.t", *old).ok().out
+    lakeformat_main(*base, "compact", "db.t").ok()
+    lakeformat_main(*base, "expire-snapshots", "db.t", *old, "--max-deletes", "20").ok()
+    kept = lakeformat_main(*base, "clean-schemas", "db.t", *old).ok().out
     assert "deleted nothing" in kept and "1: latest schema" in kept
     assert "0: deleted data files still listed" in kept and "--compact-manifests" in kept
-    compacted = lakeformat(*base, "clean-schemas", "db.t", *old, "--compact-manifests",
-                           "--json").ok().json()
+    compacted = lakeformat_main(*base, "clean-schemas", "db.t", *old, "--compact-manifests",
+                                "--json").ok().json()
     assert compacted["manifest_compaction_snapshot"] == 8
     assert compacted["kept_kinds"] == {"0": "deleted-file", "1": "latest"}
-    lakeformat(*base, "expire-snapshots", "db.t", *old).ok()  # snapshot 7 goes
-    cleaned = lakeformat(*base, "clean-schemas", "db.t", *old, "--json").ok().json()
+    lakeformat_main(*base, "expire-snapshots", "db.t", *old).ok()  # snapshot 7 goes
+    cleaned = lakeformat_main(*base, "clean-schemas", "db.t", *old, "--json").ok().json()
     assert cleaned["schema_files_deleted"] == 1
     assert [s.id for s in lf.Catalog(wh).get_table("db.t").schemas()] == [1]

@@ -1,5 +1,10 @@
 """`read` streams every row with --json (JSON Lines), --csv and --parquet FILE, cut only by an
-explicit --limit; the table for people shows 50 rows and says so on stderr."""
+explicit --limit; the table for people shows 50 rows and says so on stderr.
+
+The reads run through `lakeformat.cli.main` in this process (`run_main`, see conftest.py);
+the installed script streams --csv (bytes on its stdout) and --json once each, and its output
+must equal `main`'s.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from tests.cli.conftest import assert_table, make_orders, orders, run_all
+from tests.cli.conftest import assert_table, make_orders, orders, run_all, run_main
 
 ROWS = 130  # more than the 50 a table for people shows
 
@@ -28,13 +33,19 @@ def test_every_format_streams_all_rows_unless_limited(wh, tmp_path):
     base = ["--warehouse", wh, "read", "db.t"]
     pq_all, pq_few = tmp_path / "all.parquet", tmp_path / "few.parquet"
     legacy = tmp_path / "out.jsonl"
-    (js, js_lim, js_before, cs, cs_lim, par, par_lim, out_file, human, human_lim) = run_all(
+    (js, js_lim, js_before, cs, cs_lim, par, par_lim, out_file, human, human_lim) = run_main(
         [*base, "--json"], [*base, "--json", "--limit", "7"], ["--json", *base[:2], *base[2:]],
         [*base, "--csv"], [*base, "--csv", "--limit", "60"],
         [*base, "--parquet", str(pq_all)], [*base, "--parquet", str(pq_few), "--limit", "5",
                                              "--json"],
         [*base, "--output", str(legacy), "--columns", "id,name"],
         base, [*base, "--limit", "3", "--columns", "id,price", "--where", "id < 3"])
+
+    script_js, script_cs = run_all([*base, "--json"], [*base, "--csv"])  # partitions: any order
+    assert sorted(script_js.ok().out.splitlines()) == sorted(js.ok().out.splitlines())
+    head, *body = script_cs.ok().out.splitlines()
+    assert [head, *sorted(body)] == [cs.ok().out.splitlines()[0],
+                                     *sorted(cs.out.splitlines()[1:])]
 
     rows = js.ok().lines()
     assert len(rows) == ROWS and len({r["id"] for r in rows}) == ROWS
@@ -70,7 +81,7 @@ def test_every_format_streams_all_rows_unless_limited(wh, tmp_path):
 
 
 def test_read_time_travel_and_bad_output_flags(wh):
-    snap1, both, neg = run_all(
+    snap1, both, neg = run_main(
         ["--warehouse", wh, "read", "db.t", "--snapshot", "1", "--json", "--columns", "dt"],
         ["--warehouse", wh, "read", "db.t", "--csv", "--json"],
         ["--warehouse", wh, "read", "db.t", "--limit", "-1"])

@@ -1,6 +1,13 @@
 """Append tables (no primary key): what a user writes comes back as written, files look as
 Java writes them, compaction follows Java's append rules, and maintenance works as for
-primary-key tables. Refusals name themselves and leave the table as it was."""
+primary-key tables. Refusals name themselves and leave the table as it was.
+
+Files as Java writes them, and expiry, orphan removal and tags (deletes and listing), run on
+local disk and on the moto S3 server. Reads with projections and filters, overwrites, schema
+merging and the compaction rules (`@local_disk`, and the tests on `local_catalog`) are the same
+above either store, on local disk only; their S3 reads and writes are the ones the primary-key
+tests make on S3 (`test_table.py`, `test_read_batches.py`, `test_compact_s3.py`).
+"""
 
 from __future__ import annotations
 
@@ -40,6 +47,10 @@ def logs(catalog, name="db.logs", **options) -> lf.Table:
     return catalog.create_table(name, LOGS, partition_keys=["dt"], options=options or None)
 
 
+#: a test of this module that never reaches store specifics: local disk only (module docstring)
+local_disk = pytest.mark.parametrize("catalog", ["local"], indirect=True)
+
+
 # -- write and read --------------------------------------------------------------------------------
 def test_unaware_table_writes_what_java_writes(catalog):
     t = logs(catalog)
@@ -61,6 +72,7 @@ def test_unaware_table_writes_what_java_writes(catalog):
     assert names == ["dt", "id", "msg"]  # the table columns only, no system column
 
 
+@local_disk
 def test_projection_filter_and_streaming_reads(catalog):
     t = logs(catalog)
     for i in range(4):
@@ -93,6 +105,7 @@ def test_bucketed_table_hashes_by_bucket_key_and_keeps_write_order(local_catalog
         assert all(b[0] == a[1] + 1 for a, b in zip(ranges, ranges[1:]))
 
 
+@local_disk
 def test_overwrite_merge_schema_and_added_columns(catalog):
     t = logs(catalog)
     t.write(batch(0))
@@ -135,6 +148,7 @@ def test_refusals_name_themselves_and_change_nothing(local_catalog, tmp_path):
 
 
 # -- compaction ------------------------------------------------------------------------------------
+@local_disk
 def test_unaware_minor_compaction_waits_for_min_file_num(catalog):
     t = logs(catalog, **{"compaction.min.file-num": "4"})
     for i in range(3):

@@ -8,6 +8,7 @@ from tests.cli.conftest import (
     assert_one_line_error,
     cli_env,
     lakeformat,
+    lakeformat_main,
     make_orders,
     run_all,
 )
@@ -23,7 +24,7 @@ def test_an_age_beyond_the_calendar_is_one_line_naming_it(tmp_path):
         [*base, "remove-orphan-files", "db.t", "--older-than", "99999999999 d"])
     for run in (expire, schemas, orphans):
         assert_one_line_error(run, 2, "'older_than'", "'99999999999 d'", "too long")
-    assert lakeformat(*base, "snapshots", "db.t", "--json").ok().json() == []
+    assert lakeformat_main(*base, "snapshots", "db.t", "--json").ok().json() == []
 
 
 def test_a_name_too_long_for_the_file_system_is_one_line_naming_it(tmp_path):
@@ -38,7 +39,7 @@ def test_a_name_too_long_for_the_file_system_is_one_line_naming_it(tmp_path):
     for run in (describe, create, snapshots):
         assert_one_line_error(run, 2, "invalid table name", "300 bytes", "at most 255")
     assert_one_line_error(database, 2, "invalid database name", "at most 252")
-    assert lakeformat(*base, "list-tables", "db", "--json").ok().json() == ["t"]
+    assert lakeformat_main(*base, "list-tables", "db", "--json").ok().json() == ["t"]
 
 
 def test_a_secret_pasted_into_another_option_is_not_echoed(tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import socket
 import threading
 
-from tests.cli.conftest import assert_one_line_error, cli_env, lakeformat
+from tests.cli.conftest import assert_one_line_error, cli_env, lakeformat, lakeformat_main
 
 
 class Listener:
@@ -59,16 +59,17 @@ def test_a_typo_in_a_catalog_option_opens_no_connection():
 
 def test_table_option_typo_warns_and_a_missing_bucket_is_dynamic(tmp_path):
     wh = ["--warehouse", str(tmp_path / "wh")]
-    lakeformat(*wh, "create-database", "db").ok()
+    lakeformat_main(*wh, "create-database", "db").ok()  # in-process (conftest.py)
     columns = ["--columns", "id BIGINT NOT NULL, name STRING", "--primary-key", "id"]
-    lakeformat(*wh, "create-table", "db.a", "--columns",
-               "dt STRING, id BIGINT NOT NULL, name STRING", "--primary-key", "id",
-               "--partition-key", "dt").ok()  # dynamic bucket, cross-partition upsert
+    lakeformat_main(*wh, "create-table", "db.a", "--columns",
+                    "dt STRING, id BIGINT NOT NULL, name STRING", "--primary-key", "id",
+                    "--partition-key", "dt").ok()  # dynamic bucket, cross-partition upsert
+    # the installed script: the warning is what a process prints on its stderr
     typo = lakeformat(*wh, "create-table", "db.b", *columns, "-O", "bucket=1",
                       "-O", "merge-engin=first-row").ok()
     warning = [line for line in typo.err.splitlines() if "warning" in line]
     assert warning == ["lakeformat: warning: table db.b: option 'merge-engin' is not an option "
                        "Paimon reads; did you mean 'merge-engine'? (stored as given)"]
-    described = lakeformat(*wh, "describe", "db.b", "--json").ok().json()
+    described = lakeformat_main(*wh, "describe", "db.b", "--json").ok().json()
     assert "merge-engin" in str(described)
-    assert lakeformat(*wh, "list-tables", "db", "--json").ok().json() == ["a", "b"]
+    assert lakeformat_main(*wh, "list-tables", "db", "--json").ok().json() == ["a", "b"]

@@ -215,11 +215,12 @@ def _airflow(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str
                           capture_output=True, text=True, timeout=300)
 
 
-def _connection(env: dict[str, str], conn_id: str) -> dict[str, Any]:
-    """Connection `conn_id` as `airflow connections get -o json` shows it."""
-    done = _airflow(env, "connections", "get", conn_id, "-o", "json")
+def _connections(env: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """{conn_id: connection} of the metadata DB, as `airflow connections list --show-values
+    -o json` shows them (the fields `connections get -o json` shows, one interpreter for all)."""
+    done = _airflow(env, "connections", "list", "--show-values", "-o", "json")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return json.loads(done.stdout[done.stdout.index("["):])[0]
+    return {c["conn_id"]: c for c in json.loads(done.stdout[done.stdout.index("["):])}
 
 
 def test_airflow_init_script_migrates_sets_the_admin_password_and_creates_connections(
@@ -252,24 +253,29 @@ def test_airflow_init_script_migrates_sets_the_admin_password_and_creates_connec
     assert not any(k.startswith("AIRFLOW_CONN_") for k in env)
     wanted = init_connections(compose)
     assert {"lakeformat_default", "spark_default"} <= set(wanted)
+    made = _connections(env)
+    assert set(made) == set(wanted), made
     for conn_id, definition in wanted.items():
-        got, spec = _connection(env, conn_id), json.loads(definition)
+        got, spec = made[conn_id], json.loads(definition)
         assert got["conn_type"] == spec["conn_type"] and got["host"] == spec["host"], got
         assert str(got["port"]) == str(spec.get("port", "None")), got
         assert (got["extra_dejson"] or {}) == spec.get("extra", {}), got
-    lake = _connection(env, "lakeformat_default")
+    lake = made["lakeformat_default"]
     assert lake["login"] == json.loads(wanted["lakeformat_default"])["login"]
 
-    # re-run after an edit in the UI (here by the CLI): the edit is kept, nothing fails
-    edited = {**json.loads(wanted["lakeformat_default"]), "host": "s3://edited/warehouse"}
-    assert _airflow(env, "connections", "delete", "lakeformat_default").returncode == 0
-    assert _airflow(env, "connections", "add", "lakeformat_default", "--conn-json",
-                    json.dumps(edited)).returncode == 0
+    # re-run after an edit in the UI (here in the DB row the UI's edit form writes): the edit
+    # is kept, nothing fails
+    with sqlite3.connect(tmp_path / "airflow.db") as db:
+        edited = db.execute("UPDATE connection SET host = 's3://edited/warehouse' "
+                            "WHERE conn_id = 'lakeformat_default'").rowcount
+    assert edited == 1
     again = subprocess.run(["bash", str(ROOT / "docker" / "airflow-init.sh")], env=env,
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
-    assert _connection(env, "lakeformat_default")["host"] == "s3://edited/warehouse"
-    assert _connection(env, "spark_default")["host"] == "sc://spark-connect"
+    after = _connections(env)
+    assert after["lakeformat_default"]["host"] == "s3://edited/warehouse"
+    assert after["lakeformat_default"]["login"] == lake["login"]
+    assert after["spark_default"]["host"] == "sc://spark-connect"
 
 
 # -- connections and DAG settings --------------------------------------------------------------

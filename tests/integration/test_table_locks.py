@@ -193,13 +193,33 @@ def test_paused_holder_loses_its_lease_and_commits_nothing(where):
     assert rows(t) == before_rows
 
 
-def move_clock_past(until_ms: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Move this process's clock (`lakeformat.clock`) just past `until_ms`: contenders judge a
-    lease's expiry by their own clock against the expiry its holder wrote, so this is what a
-    contender sees once a dead holder's lease has run out, without waiting for it."""
-    clock = lakeformat.clock.now_millis
-    skew = max(0, until_ms - clock() + 1)
-    monkeypatch.setattr(lakeformat.clock, "now_millis", lambda: clock() + skew)
+def set_clock(monkeypatch: pytest.MonkeyPatch, *, stopped_at: int | None = None,
+              past: int | None = None) -> None:
+    """Set this process's clock (`lakeformat.clock`). Contenders judge a lease's expiry by
+    their own clock against the expiry its holder wrote, so
+
+    * `stopped_at`: time stands still at that instant (each reading 1 ms after the one before,
+      as the suite's clock does when no time passed): a contender there sees the lease as it
+      was then, however long a loaded machine took to get to the check;
+    * `past`: the clock runs on, at least 1 ms past that instant (never behind real time):
+      what a contender sees once a dead holder's lease has run out, without waiting for it.
+    """
+    now = lakeformat.clock.now_millis
+    suite = getattr(now, "suite", now)  # conftest's `advancing_clock`
+    if stopped_at is not None:
+        readings = iter(range(stopped_at, stopped_at + 10**9))
+
+        def moved() -> int:
+            return next(readings)
+    else:
+        assert past is not None
+        skew = max(0, past + 1 - suite())
+
+        def moved() -> int:
+            return suite() + skew
+
+    moved.suite = suite  # type: ignore[attr-defined]
+    monkeypatch.setattr(lakeformat.clock, "now_millis", moved)
 
 
 def test_killed_holder_is_taken_over_after_its_lease(where, monkeypatch):
@@ -216,11 +236,12 @@ def test_killed_holder_is_taken_over_after_its_lease(where, monkeypatch):
     dead = lease_body(t, t.locks.maintenance)
     assert dead["pid"] == child.proc.pid
     # the killed holder's lease outlives it: a contender is refused, and told who holds it
+    set_clock(monkeypatch, stopped_at=dead["expires_ms"] - 500)
     soon = lf.Catalog(wh, options={**base, "lock-acquire-timeout": "100 ms"}).get_table("db.t")
     with pytest.raises(lf.LockTimeoutError, match=f"pid {child.proc.pid}"):
         soon.compact(full=True)
-    # ... until the lease has run out (the clock moved past it): then it is taken over
-    move_clock_past(dead["expires_ms"], monkeypatch)
+    # ... until the lease has run out (the clock past its end): then it is taken over
+    set_clock(monkeypatch, past=dead["expires_ms"])
     mine = lf.Catalog(wh, options={**base, "lock-acquire-timeout": "20 s"}).get_table("db.t")
     assert rows(mine) == before_rows and mine.latest_snapshot().id == before_last
     result = mine.compact(full=True)
@@ -282,7 +303,7 @@ def test_a_held_commit_lock_keeps_writes_from_publishing(where, monkeypatch):
     # ignored the lease would leave it there; one that waited for a release would time out).
     dead = lease_body(t, t.locks.commit)
     assert dead["owner"] == held["owner"]
-    move_clock_past(dead["expires_ms"], monkeypatch)
+    set_clock(monkeypatch, past=dead["expires_ms"])
     after = lf.Catalog(wh, options={**opts, "lock-acquire-timeout": "30 s"}).get_table("db.t")
     after.write(pa.table({"id": [7], "v": [7]}))
     assert [s.id for s in after.snapshots()] == [1, 2]

@@ -1,7 +1,12 @@
 """Dynamic-bucket primary-key tables (bucket = -1, Paimon's default) written by lakeformat:
 buckets fill to `dynamic-bucket.target-row-num` keys and a key always goes back to its bucket,
 assigners and `max-buckets` follow Java, an overwrite starts the partition's index afresh, a
-concurrent index change is refused, and what is not written yet is refused by name."""
+concurrent index change is refused, and what is not written yet is refused by name.
+
+Expiry deleting replaced index files (index files written, listed and deleted) runs on local
+disk and on the moto S3 server; how buckets fill (`@local_disk`, and the tests on
+`local_catalog`) is the assigner's logic above either store, on local disk only.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,10 @@ from lakeformat.operation.write_job import WriteJob
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False),
                     pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+
+
+#: a test of this module that never reaches store specifics: local disk only (module docstring)
+local_disk = pytest.mark.parametrize("catalog", ["local"], indirect=True)
 
 
 def batch(ids, day="d1", tag="v") -> pa.Table:
@@ -37,6 +46,7 @@ def index(t) -> dict[tuple[bytes, int], np.ndarray]:
     return {(e.partition, e.bucket): idx.read_hashes(e) for e in idx.read(snap.index_manifest)}
 
 
+@local_disk
 def test_buckets_fill_to_the_target_and_keys_stay(catalog):
     t = dynamic(catalog, **{"dynamic-bucket.target-row-num": "10"})
     t.write(batch(range(25)))

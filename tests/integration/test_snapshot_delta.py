@@ -1,5 +1,10 @@
 """`Table.delta_partitions`: the partitions one snapshot itself changed (appends, compactions,
-overwrites, deletes), filtered by a partition given as text, on local disk and on S3."""
+overwrites, deletes), filtered by a partition given as text.
+
+Local disk only (`local_only`): the partitions come from a snapshot's delta manifests, read as
+every scan reads them; the S3 runs of `test_table.py` and `test_inspect.py` read manifests on
+S3.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ import pytest
 
 import lakeformat as lf
 from lakeformat.errors import InvalidArgumentError, SnapshotNotFoundError
+
+pytestmark = pytest.mark.local_only  # see the module docstring
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), False), pa.field("hr", pa.int32(), False),
                     pa.field("id", pa.int64(), False), ("v", pa.string())])

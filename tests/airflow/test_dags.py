@@ -3,15 +3,49 @@ boto3 at parse time). The on-call backfill DAG's runs are in `test_backfill.py`.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DAG_FILES = sorted((ROOT / "dags").glob("*.py"))
 HEAVY = ("pyarrow", "pyspark", "boto3", "botocore", "numpy", "pandas")
+
+#: one fresh process parses the files one after another, as the DAG processor does, and
+#: records after each which heavy modules are loaded: a file is clean when none is, since every
+#: file parsed before it was found clean (so a heavy module there is this file's import)
+PARSE_EACH = """
+import json, os, sys
+os.environ["AIRFLOW_HOME"] = sys.argv[1]
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = sys.argv[2]
+from airflow.dag_processing.dagbag import DagBag
+heavy, found = json.loads(sys.argv[3]), {}
+for path in sys.argv[4:]:
+    bag = DagBag(dag_folder=path, safe_mode=False)
+    found[os.path.basename(path)] = {
+        "errors": {k: str(v) for k, v in bag.import_errors.items()},
+        "dags": sorted(bag.dags), "heavy": [m for m in heavy if m in sys.modules]}
+    if found[os.path.basename(path)]["heavy"]:
+        break  # later files cannot be told apart from this one's imports
+print("PARSED", json.dumps(found))
+"""
+
+
+@pytest.fixture(scope="module")
+def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """{file name: its import errors, DAG ids and the heavy modules loaded after it}."""
+    home = tmp_path_factory.mktemp("dag-parse")
+    out = subprocess.run([sys.executable, "-c", PARSE_EACH, str(home), str(ROOT / "dags"),
+                          json.dumps(HEAVY), *map(str, DAG_FILES)],
+                         capture_output=True, text=True, timeout=300, cwd=home)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = next(x for x in out.stdout.splitlines() if x.startswith("PARSED "))
+    return json.loads(line.removeprefix("PARSED "))
 
 
 def test_the_four_dags_exist():
@@ -21,24 +55,11 @@ def test_the_four_dags_exist():
 
 
 @pytest.mark.parametrize("path", DAG_FILES, ids=lambda p: p.name)
-def test_dag_file_imports_light_and_clean(path, tmp_path):
-    """Parsed as the DAG processor does (Airflow's DagBag, in a fresh process): no import
-    errors, at least one DAG, and none of the heavy modules loaded."""
-    code = f"""
-import os, sys
-os.environ["AIRFLOW_HOME"] = {str(tmp_path)!r}
-os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
-os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = {str(path.parent)!r}
-from airflow.dag_processing.dagbag import DagBag
-bag = DagBag(dag_folder={str(path)!r}, safe_mode=False)
-assert not bag.import_errors, bag.import_errors
-assert bag.dags, "no DAG"
-heavy = [m for m in {HEAVY!r} if m in sys.modules]
-print("HEAVY", heavy)
-print("DAGS", sorted(bag.dags))
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "HEAVY []" in out.stdout, out.stdout
-    assert f"DAGS ['{path.stem}']" in out.stdout
+def test_dag_file_imports_light_and_clean(path, parsed):
+    """Parsed as the DAG processor does (Airflow's DagBag, in a fresh process that loaded no
+    heavy module before): no import errors, its one DAG, and none of the heavy modules loaded."""
+    assert path.name in parsed, f"not parsed: a file before it loaded a heavy module {parsed}"
+    got = parsed[path.name]
+    assert not got["errors"], got["errors"]
+    assert got["heavy"] == [], got
+    assert got["dags"] == [path.stem]

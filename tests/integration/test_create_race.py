@@ -4,8 +4,9 @@ with different schemas the loser gets a `TableAlreadyExistsError` naming the tab
 differs. On local disk, on the moto S3 server and in a JDBC catalog, over many rounds.
 
 Free rounds race as they come; in a held round the test holds the table's commit lock
-(`lock.enabled=true`) while both creators start, so both have seen no table and wait to write
-its first schema file when the lock is released: the race is certain, not left to timing.
+(`lock.enabled=true`) while both creators start, and releases it once both have found it taken
+(each creator reports its first refused lock attempt of a round), so both have seen no table
+and wait to write its first schema file: the race is certain, not left to timing.
 Rounds: `CREATE_RACE_ROUNDS`, 6 under make test (rounds 0 and 5 held, four free), 12 under
 make test-deep (0, 5 and 10 held), see tests/support/depth.py.
 """
@@ -13,7 +14,7 @@ make test-deep (0, 5 and 10 held), see tests/support/depth.py.
 from __future__ import annotations
 
 import multiprocessing as mp
-import time
+import os
 from typing import Any
 
 import pyarrow as pa
@@ -34,12 +35,37 @@ def schema(extra: bool) -> pa.Schema:
     return pa.schema(fields + ([("w", pa.float64())] if extra else []))
 
 
+def report_lock_waits(waiting: Any, round_of: list[int]) -> None:
+    """In a creator process: put (round, pid) on `waiting` when a lock acquisition's first
+    attempt finds the lock taken, so the test knows this creator waits for its held lock."""
+    import lakeformat.lock.base as lock_base
+
+    real = lock_base.acquire_with_retry
+
+    def acquire_with_retry(try_once: Any, **kwargs: Any) -> Any:
+        first = [True]
+
+        def attempt() -> Any:
+            got = try_once()
+            if first[0] and not isinstance(got, lock_base.Lease):
+                waiting.put((round_of[0], os.getpid()))
+            first[0] = False
+            return got
+
+        return real(attempt, **kwargs)
+
+    lock_base.acquire_with_retry = acquire_with_retry  # what TableLock.acquire calls
+
+
 def creator(warehouse: str, options: dict[str, str], rounds: int, extra: bool,
-            bucket: str, barrier: Any, results: Any) -> None:
+            bucket: str, barrier: Any, results: Any, waiting: Any) -> None:
     """One racer: each round waits for the other at the barrier, then creates `db.t<round>`."""
+    round_of = [0]
+    report_lock_waits(waiting, round_of)
     catalog = lf.Catalog(warehouse, options=options)
     try:
         for r in range(rounds):
+            round_of[0] = r
             barrier.wait(timeout=120)
             try:
                 t = catalog.create_table(f"db.t{r}", schema(extra), primary_keys=["id"],
@@ -56,11 +82,11 @@ def race(warehouse: str, options: dict[str, str], *, extra: tuple[bool, bool] = 
          buckets: tuple[str, str] = ("2", "2"), rounds: int = ROUNDS,
          held: tuple[int, ...] = ()) -> dict[int, list[tuple[str, str]]]:
     """Two creator processes (spawned: nothing inherited), their outcomes per round; in the
-    `held` rounds this process holds the table's commit lock for the creators' first second."""
+    `held` rounds this process holds the table's commit lock until both creators wait for it."""
     ctx = mp.get_context("spawn")
-    barrier, results = ctx.Barrier(3), ctx.Queue()
+    barrier, results, waiting = ctx.Barrier(3), ctx.Queue(), ctx.Queue()
     procs = [ctx.Process(target=creator, args=(warehouse, options, rounds, extra[i],
-                                               buckets[i], barrier, results))
+                                               buckets[i], barrier, results, waiting))
              for i in range(2)]
     for p in procs:
         p.start()
@@ -71,13 +97,19 @@ def race(warehouse: str, options: dict[str, str], *, extra: tuple[bool, bool] = 
                 assert lock is not None, "held rounds need lock.enabled=true"
                 with lock.acquire("test holds the commit lock"):
                     barrier.wait(timeout=120)
-                    time.sleep(1.0)  # both creators find no table and wait for the lock
+                    waiters: set[int] = set()
+                    while len(waiters) < 2:  # both found no table and wait for the lock
+                        at, pid = waiting.get(timeout=120)
+                        if at == r:
+                            waiters.add(pid)
             else:
                 barrier.wait(timeout=120)
     out: dict[int, list[tuple[str, str]]] = {}
     for _ in range(2 * rounds):
         r, kind, text = results.get(timeout=300)
         out.setdefault(r, []).append((kind, text))
+    while not waiting.empty():  # lets the creators exit (a queue is flushed at exit)
+        waiting.get(timeout=10)
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0

@@ -54,8 +54,10 @@ _FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 _MARKER = re.compile(r"^\s*<!--\s*readme-test:\s*(.*?)\s*-->\s*$")
 _SKIP = re.compile(r"^skip\s*\((.*)\)$")
 _BUCKET = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])")
+# Only against a hang: the CLI session (24 commands, ~15 s alone) took over 300 s on a 2-core
+# machine at a load of 40.
 _PYTHON_TIMEOUT = 900
-_SHELL_TIMEOUT = 300
+_SHELL_TIMEOUT = 900
 
 
 @dataclass(frozen=True)
@@ -151,11 +153,21 @@ def test_skips_are_few_and_deliberate() -> None:
     assert [b.first_line for b in skipped] == EXPECTED_SKIPS
 
 
+# The Spark example's session (`lfs.local_session`) is started the way the Spark suite starts
+# its own (tests/spark/conftest.py): a JVM that compiles less and collects garbage on one
+# thread, and a few shuffle partitions for a thousand rows. Set by the environment, so the
+# README's code runs as written; it took ~40 s of CPU with Spark's defaults, ~27 s so.
+_SPARK_SUBMIT_ARGS = ('--driver-java-options "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" '
+                      "--conf spark.sql.shuffle.partitions=4 --conf spark.default.parallelism=2 "
+                      "pyspark-shell")
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
     env.pop("LAKEFORMAT_WAREHOUSE", None)   # an example sets its own
     env["AWS_EC2_METADATA_DISABLED"] = "true"
+    env["PYSPARK_SUBMIT_ARGS"] = _SPARK_SUBMIT_ARGS
     return env
 
 

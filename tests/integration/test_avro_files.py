@@ -172,8 +172,8 @@ def all_types_rows(n: int) -> pa.Table:
     return pa.Table.from_pylist(out, schema=ALL_TYPES)
 
 
-@local_disk
 @pytest.mark.parametrize("keys", [["id"], []], ids=["pk", "append"])
+@local_disk
 def test_every_type_round_trips(catalog, keys):
     t = catalog.create_table("db.types", ALL_TYPES, primary_keys=keys,
                              options={"bucket": "2" if keys else "-1", **AVRO,
@@ -208,12 +208,12 @@ def test_stats_are_collected_from_the_rows_with_javas_avro_modes(catalog):
     assert list(meta.value_stats.null_counts) == [0, 1, 1]
 
 
-@local_disk
 @pytest.mark.parametrize("options,match", [
     ({"file.compression": "lz4"}, "file.compression 'lz4'"),
     ({"file.compression": "none"}, "file.compression 'none'"),
     ({"avro.codec": "brotli"}, "avro.codec 'brotli'"),
 ])
+@local_disk
 def test_unwritable_codec_fails_clearly_and_leaves_table_unchanged(catalog, options, match):
     t = catalog.create_table("db.bad", SCHEMA, primary_keys=["dt", "id"],
                              options={"bucket": "1", **AVRO})
@@ -227,8 +227,8 @@ def test_unwritable_codec_fails_clearly_and_leaves_table_unchanged(catalog, opti
     assert len(t.read()) == 3
 
 
-@local_disk
 @pytest.mark.parametrize("codec", ["snappy", "bzip2", "xz", "zstandard", "null"])
+@local_disk
 def test_every_avro_codec_round_trips(catalog, codec):
     t = catalog.create_table("db.c", SCHEMA, primary_keys=["dt", "id"],
                              options={"bucket": "1", **AVRO, "file.compression": codec})

@@ -79,9 +79,9 @@ def test_damaged_file_fails_read_and_compaction(catalog, how):
         assert snapshot_of_storage(t) == before
 
 
-@local_disk
 @pytest.mark.parametrize("how", HOWS)
 @pytest.mark.parametrize("producer", ["none", "full-compaction"])
+@local_disk
 def test_damaged_file_is_not_moved_up_unread(catalog, how, producer):
     """A lone level-0 file goes to the top level without a rewrite (Paimon's upgrade), and
     with changelog-producer=full-compaction it also yields a changelog."""

@@ -52,12 +52,12 @@ def state(t: lf.Table) -> tuple:
 ALL = [(d, i) for d in DAYS for i in range(4)]
 
 
-@local_disk
 @pytest.mark.parametrize("where", [
     [("dt", "=", "2024-01-02")],
     pc.field("dt") == "2024-01-02",
     [[("dt", "=", "2024-01-02")], [("dt", "=", "2099-01-01")]],
 ])
+@local_disk
 def test_partition_predicate_drops_partitions_with_an_overwrite_commit(catalog, where):
     t = make(catalog)
     before = t.read()
@@ -94,12 +94,12 @@ def test_typed_partition_values_are_compared_as_their_type(catalog):
     assert t.read().column("id").to_pylist() == [3]
 
 
-@local_disk
 @pytest.mark.parametrize("where", [
     [("amount", ">=", 20)],
     (pc.field("amount") >= 20),
     [("dt", "in", DAYS), ("amount", ">=", 20)],  # also names a non-partition column
 ])
+@local_disk
 def test_other_predicates_retract_the_matching_keys(catalog, where):
     t = make(catalog)
     res = t.delete(where=where)
@@ -156,9 +156,9 @@ def test_partial_update_refuses_row_retracts_but_drops_partitions(catalog):
     assert keys(t) == [k for k in ALL if k[0] != "2024-01-01"]
 
 
-@local_disk
 @pytest.mark.parametrize("where", [[("dt", "=", "2030-01-01")], [("amount", "<", 0)],
                                    pc.field("v") == "nothing"])
+@local_disk
 def test_matching_nothing_commits_nothing(catalog, where):
     t = make(catalog)
     res = t.delete(where=where)
@@ -185,9 +185,9 @@ def test_rerun_with_the_same_commit_identifier_lands_once(catalog, where, kind):
                          schema=SCHEMA), commit_user="dag.task", commit_identifier=20240101)
 
 
-@local_disk
 @pytest.mark.parametrize("where", [[("nope", "=", 1)], pc.field("nope") == 1,
                                    [("dt", "=", "2024-01-01"), ("nope", ">", 2)]])
+@local_disk
 def test_unknown_column_fails_and_leaves_the_table(catalog, where):
     t = make(catalog)
     before = state(t)
@@ -212,8 +212,8 @@ def test_keys_and_where_are_exclusive_and_where_cannot_be_empty(catalog):
     assert ("2024-01-01", 0) not in keys(t)
 
 
-@local_disk
 @pytest.mark.parametrize("order", ["ascending", "descending"])
+@local_disk
 def test_retracts_carry_the_sequence_field_of_the_rows_they_delete(catalog, order):
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.int64()),
                         ("v", pa.string())])
@@ -240,7 +240,6 @@ def test_delete_where_takes_where_text(catalog):
     assert t.read().to_pylist() == [{"dt": "a", "id": 1, "name": "x"}]
 
 
-@local_disk
 @pytest.mark.parametrize("options, named", [
     ({"merge-engine": "aggregation", "fields.amount.aggregate-function": "sum"},
      "aggregation.remove-record-on-delete"),
@@ -250,6 +249,7 @@ def test_delete_where_takes_where_text(catalog):
     ({"ignore-delete": "true"}, "ignore-delete"),
     ({"merge-engine": "first-row"}, "first-row"),
 ])
+@local_disk
 def test_engines_that_would_keep_the_rows_are_refused_before_anything_is_read(
         catalog, options, named):
     """A -D record these engines drop or merge away would leave the rows while the result
@@ -262,12 +262,12 @@ def test_engines_that_would_keep_the_rows_are_refused_before_anything_is_read(
     assert t.delete(where=[("dt", "=", DAYS[0])]).partitions_dropped == (f"dt={DAYS[0]}",)
 
 
-@local_disk
 @pytest.mark.parametrize("options", [
     {"merge-engine": "aggregation", "fields.amount.aggregate-function": "sum",
      "aggregation.remove-record-on-delete": "true"},
     {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
 ])
+@local_disk
 def test_engines_told_to_remove_records_delete_the_matching_rows(catalog, options):
     t = make(catalog, "db.remove", **options)
     result = t.delete(where="amount >= 20")

@@ -86,12 +86,12 @@ def test_the_longest_names_work(catalog):
     assert again.compact(full=True) is not None
 
 
-@local_disk
 @pytest.mark.parametrize("name,rule", [
     ("db.orders$snapshots", "'\\$'"), ("db.orders$branch_dev", "'\\$'"),
     ("sys.orders", "system database"), ("db.a.b", "'database.table'"),
     ("db.", "non-empty"), ("db. t", "surrounding spaces"), ("db..", "'database.table'"),
 ])
+@local_disk
 def test_paimon_reserved_names_are_refused(catalog, name, rule):
     before = listing(catalog)
     with pytest.raises(lf.InvalidIdentifierError, match=rule):

@@ -98,10 +98,10 @@ def test_write_and_delete_of_non_tabular_input_are_schema_mismatches(local_catal
 
 
 # -- filters ---------------------------------------------------------------------------------------
-@local_disk
 @pytest.mark.parametrize("flt", [[("zzz", "=", 1)], [[("id", "=", 1)], [("zzz", ">", 2)]],
                                  pc.field("zzz") == 1,
                                  (pc.field("id") > 0) & (pc.field("zzz") < 1)])
+@local_disk
 def test_filter_on_unknown_column_names_it_and_the_table_columns(catalog, flt):
     t = make(catalog)
     with pytest.raises(InvalidFilterError) as e:
@@ -200,9 +200,9 @@ def test_invalid_commit_option_written_by_another_engine_is_refused_at_write(cat
 
 
 # -- expiry's cut-off ------------------------------------------------------------------------------
-@local_disk
 @pytest.mark.parametrize("older_than", [dt.datetime.now() + dt.timedelta(hours=1),
                                         dt.timedelta(hours=-1)])
+@local_disk
 def test_expire_snapshots_refuses_a_future_cutoff_like_the_other_verbs(catalog, older_than):
     t = make(catalog)
     t.write(pa.table({"id": [3], "v": ["c"]}, schema=SCHEMA))

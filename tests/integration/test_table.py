@@ -197,13 +197,13 @@ def test_manifests_are_merged_so_metadata_stays_bounded(catalog):
     assert sorted(t.read()["id"].to_pylist()) == list(range(12))
 
 
-@local_disk
 @pytest.mark.parametrize("bad,match", [
     (pa.table({"dt": ["a"], "name": ["x"]}), r"missing primary-key column\(s\) \['id'\]"),
     (rows("a", [1]).append_column("zzz", pa.array([1])), "unexpected"),
     (rows("a", [1]).set_column(4, "qty", pa.array(["x"])), "qty"),
     (rows("a", [1]).set_column(1, "id", pa.array([None], pa.int64())), "id"),
 ])
+@local_disk
 def test_bad_input_is_refused_and_table_unchanged(catalog, bad, match):
     t = make_table(catalog)
     t.write(rows("a", [1, 2]))
@@ -303,9 +303,9 @@ def test_catalog_lists_and_drops(catalog):
         make_table(catalog, name="db.t2")
 
 
-@local_disk
 @pytest.mark.parametrize("options", [{"file.format": "orc"}, {"data-file.thin-mode": "true"},
                                      {"metadata.stats-mode": "full"}])
+@local_disk
 def test_file_layout_options_read_back(catalog, options):
     t = make_table(catalog, **options)
     t.write(rows("a", [1, 2, 3]))

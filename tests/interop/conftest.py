@@ -2,6 +2,11 @@
 
 The suite runs in its own venv beside pypaimon 2.1.0 (`make test-interop`). In a venv
 without pypaimon the pypaimon-driven modules are not collected at all.
+
+lakeformat's local storage writes here without fsync (`no_fsync` below): what this suite
+checks is the bytes each library reads of the other's files, and an fsync only decides whether
+they survive a power cut (the main suite runs the storage with fsync, as users do). On a busy
+disk the fsyncs were a third of the suite's time (~5 per commit, 20 ms each).
 """
 
 from __future__ import annotations
@@ -25,6 +30,14 @@ if importlib.util.find_spec("pypaimon") is None:  # pragma: no cover - main venv
         "test_avro_interop.py",
         "test_lookup_interop.py",
     ]
+
+
+@pytest.fixture(autouse=True)
+def no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`LocalFileIO()`, as every lakeformat catalog on a local path opens it, skips fsync."""
+    from lakeformat.storage.local import LocalFileIO
+
+    monkeypatch.setattr(LocalFileIO.__init__, "__defaults__", (False,))
 
 
 @pytest.fixture()

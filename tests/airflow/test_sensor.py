@@ -145,7 +145,7 @@ def test_commit_kind_skips_appends_until_a_compaction(table, dags):
 
     def append_then_compact(stop: threading.Event) -> None:
         table.write(rows("2024-01-01", [3]))
-        if not stop.wait(1.5):
+        if not stop.wait(0.3):
             table.compact(full=True)
 
     dag = dags.load("lf_test_sensor.py", "lf_test_sensor_compact")
@@ -162,7 +162,7 @@ def test_partition_ignores_writes_to_other_partitions(table, dags):
 
     def other_then_target(stop: threading.Event) -> None:
         table.write(rows("2024-01-07", [1]))
-        if not stop.wait(1.0):
+        if not stop.wait(0.3):
             table.write(rows("2024-01-09", [1]))
 
     dag = dags.load("lf_test_sensor.py", "lf_test_sensor_partition")
@@ -368,7 +368,7 @@ def test_templated_commit_kind_is_checked_once_rendered(table, dags):
 
     def append_then_compact(stop: threading.Event) -> None:
         table.write(rows("2024-01-01", [3]))
-        if not stop.wait(1.0):
+        if not stop.wait(0.3):
             table.compact(full=True)
 
     dag = dags.load("lf_test_sensor.py", "lf_test_sensor_kind")

@@ -30,7 +30,7 @@ sensor_dag("lf_test_sensor_compact", commit_kind="compact")
 sensor_dag("lf_test_sensor_partition", partition={"dt": "{{ params.dt }}"})
 sensor_dag("lf_test_sensor_reschedule", mode="reschedule", poke_interval=1)
 sensor_dag("lf_test_sensor_deferred", deferrable=True)
-sensor_dag("lf_test_sensor_timeout", timeout=2)
+sensor_dag("lf_test_sensor_timeout", timeout=1)
 sensor_dag("lf_test_sensor_kind", retries=1, commit_kind="{{ params.kind }}")
 # deferrable from `[operators] default_deferrable` when this file is parsed
 sensor_dag("lf_test_sensor_config")

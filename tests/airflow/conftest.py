@@ -6,6 +6,10 @@ DAGs, and a DAGs folder holding the project's `dags/*.py` and the suite's
 `tests/airflow/dag_files/*.py` (as links): `dag.test()` only runs DAGs whose file is in the
 DAGs folder. Test DAG files take their table, warehouse and sources from `dag.test(run_conf=)`
 or the environment, so one file serves many tests.
+
+Each of those files is also a DAG bundle of its own (`[dag_processor] dag_bundle_config_list`):
+`dag.test()` parses the bundle of the DAG it runs and writes every DAG of it to the metadata
+DB on every call, which for one bundle of all the files cost ~1 s a run.
 """
 
 from __future__ import annotations

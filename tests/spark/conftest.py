@@ -1,21 +1,23 @@
 """Fixtures of the Spark suite: one local-mode session for the whole run, a Spark Connect
-server on 127.0.0.1 started on first use and stopped at the end, and the moto S3 server.
+service in that session's JVM, and the moto S3 server.
 
 Spark's start-up costs ~10 s, so every test shares `spark` (local[2]); tests keep their tables
 in their own temporary warehouses and never change the session's configuration.
+
+Spark Connect: the session runs Spark's own Connect plugin (`SparkConnectPlugin`, what
+`SparkSession.builder.remote("local")` starts too), so the Connect server is served by the
+same JVM on a port of 127.0.0.1 instead of a second `spark-submit` that would cost another
+~20 s of start-up. `spark_connect` is a Spark Connect client session to it: a session of its
+own on the server (its own SQL settings and registered data sources), no SparkContext and no
+RDD on the client side, every job sent over gRPC — what a user's `remote("sc://...")` gets.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
+from typing import Any
 
-import pyspark  # the spark extra: `make test` installs it (no skip: a missing engine fails)
+import pyspark  # noqa: F401 - the spark extra: `make test` installs it (a missing engine fails)
 import pytest
 
 from tests.support.catalogs import (  # noqa: F401 - fixtures shared with the integration suite
@@ -25,69 +27,67 @@ from tests.support.catalogs import (  # noqa: F401 - fixtures shared with the in
     s3_server,
     s3_warehouse,
 )
-from tests.support.serving import wait_until_serving
+
+#: settings of the suite's session beyond `local_session()`'s: a quicker JIT and GC for a
+#: short-lived JVM, small shuffles for small tables, and the Connect plugin on a free port
+SESSION_CONF = {
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "2",
+    "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+    "spark.connect.grpc.binding.address": "127.0.0.1",
+    "spark.connect.grpc.binding.port": "0",  # a free port, read back below
+}
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
+def spark() -> Iterator[Any]:
     from lakeformat.spark.session import local_session
 
-    session = local_session("local[2]", "lakeformat-tests", conf={
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.default.parallelism": "2",
-    })
+    session = local_session("local[2]", "lakeformat-tests", conf=SESSION_CONF)
     try:
         yield session
     finally:
         session.stop()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
-def spark_connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """A Spark Connect session against a server this fixture runs (local[2], 127.0.0.1)."""
-    home = Path(pyspark.__file__).parent
-    port = _free_port()
-    logs = tmp_path_factory.mktemp("spark-connect")
-    cmd = [str(home / "bin" / "spark-submit"),
-           "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-           "--master", "local[2]", "--driver-memory", "2g",
-           "--conf", f"spark.connect.grpc.binding.port={port}",
-           "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-           "--conf", "spark.ui.enabled=false",
-           "--conf", "spark.sql.python.filterPushdown.enabled=true",
-           "--conf", "spark.sql.shuffle.partitions=4",
-           "--conf", "spark.sql.session.timeZone=UTC",
-           "--conf", f"spark.pyspark.python={sys.executable}",
-           "--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-           "spark-internal"]
-    env = dict(os.environ, SPARK_HOME=str(home), PYSPARK_PYTHON=sys.executable)
-    with open(logs / "server.log", "wb") as log:
-        server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+def connect_url(spark: Any) -> str:
+    """`sc://127.0.0.1:<port>` of the Connect plugin of `spark`'s JVM (it bound a free port)."""
+    service = spark._jvm.java.lang.Class.forName(
+        "org.apache.spark.sql.connect.service.SparkConnectService$").getField("MODULE$").get(None)
+    port = int(service.localPort())
+    assert port > 0, "the Spark Connect plugin of the suite's session is not serving"
+    return f"sc://127.0.0.1:{port}"
+
+
+def connect_session(url: str) -> Any:
+    """A new Spark Connect client session: a fresh session on the server, nothing registered."""
+    # Connect's own builder: pyspark.sql.SparkSession.builder.remote() refuses to start while
+    # the classic `spark` session of this process runs (SESSION_ALREADY_EXIST)
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    return RemoteSparkSession.builder.remote(url).create()
+
+
+@pytest.fixture(scope="session")
+def spark_connect(connect_url: str) -> Iterator[Any]:
+    """A Spark Connect session with lakeformat registered, against the suite's JVM."""
+    from lakeformat.spark import register
+
+    session = connect_session(connect_url)
     try:
-        wait_until_serving(port, server, logs / "server.log", 120, "the Spark Connect server")
-        # Connect's own builder: pyspark.sql.SparkSession.builder.remote() refuses to start
-        # while the classic `spark` session of this process runs (SESSION_ALREADY_EXIST)
-        from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
-
-        from lakeformat.spark import register
-
-        session = RemoteSparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
         register(session)
         yield session
-        session.stop()
     finally:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
+        session.stop()
+
+
+@pytest.fixture()
+def new_connect_session(connect_url: str) -> Iterator[Any]:
+    """A Spark Connect session of its own (nothing registered), stopped after the test."""
+    session = connect_session(connect_url)
+    try:
+        yield session
+    finally:
+        session.stop()

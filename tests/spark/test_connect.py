@@ -1,6 +1,6 @@
-"""The same jobs over Spark Connect: a local Connect server (started by the `spark_connect`
-fixture on 127.0.0.1) runs the write, the data source's read and write, and the compaction —
-no RDD and no SparkContext exist on this side."""
+"""The same jobs over Spark Connect: a local Connect server (the Connect service of the
+suite's JVM on 127.0.0.1: conftest's `spark_connect`) runs the write, the data source's read
+and write, and the compaction — no RDD and no SparkContext exist on this side."""
 
 from __future__ import annotations
 

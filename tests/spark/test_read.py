@@ -1,6 +1,11 @@
 """Reading lakeformat tables through Spark (`spark.read.format("lakeformat")`): the rows a user
 sees equal `Table.read()`'s, one Spark partition per (partition, bucket) split, filters that
-prune and never bring back an older version of a row, time travel, types and clear errors."""
+prune and never bring back an older version of a row, time travel, types and clear errors.
+
+Local disk or S3: the tests read tables on local disk; one reads the merge-on-read table on
+the moto S3 server (`test_read_on_s3_...`: the reader's `s3.*` options reach the tasks, which
+is all a read does differently there). The table's S3 reads themselves are the library's
+(tests/integration), the data source's writes on S3 are test_write's."""
 
 from __future__ import annotations
 
@@ -69,9 +74,9 @@ def _orders(catalog: lf.Catalog, engine: str = "partial-update") -> lf.Table:
     return t
 
 
-def test_merge_on_read_projection_and_filters(spark: Any, catalog: lf.Catalog) -> None:
-    t = _orders(catalog)
-    df = _reader(spark, catalog).load("db.orders")
+def test_merge_on_read_projection_and_filters(spark: Any, local_catalog: lf.Catalog) -> None:
+    t = _orders(local_catalog)
+    df = _reader(spark, local_catalog).load("db.orders")
 
     assert df.schema == T.StructType([
         T.StructField("id", T.LongType(), False), T.StructField("dt", T.StringType(), False),
@@ -106,6 +111,19 @@ def test_merge_on_read_projection_and_filters(spark: Any, catalog: lf.Catalog) -
     assert [r["id"] for r in _rows(df.where("qty >= 20 AND dt = 'a'"))] == [2]
     assert [r["id"] for r in _rows(df.where("qty IS NULL"))] == [4, 6]
     assert [r["id"] for r in _rows(df.where("name IN ('n1', 'renamed', 'n3')"))] == [1, 3]
+
+
+@pytest.mark.parametrize("catalog", ["s3"], indirect=True)
+def test_read_on_s3_hands_the_catalog_options_to_the_tasks(spark: Any, catalog: lf.Catalog
+                                                           ) -> None:
+    """The table of the test above on the moto S3 server: the tasks read its files through
+    the `s3.*` options given to the reader; a partition filter still prunes splits."""
+    t = _orders(catalog)
+    df = _reader(spark, catalog).load("db.orders")
+    assert _rows(df) == _expected(t)
+    only_b = df.where("dt = 'b' AND qty = 50")
+    assert only_b.rdd.getNumPartitions() == _splits(t, dt="b") < _splits(t)
+    assert _rows(only_b) == _expected(t, filter=[("dt", "=", "b"), ("qty", "=", 50)])
 
 
 def test_value_filter_never_matches_an_older_version_of_a_row(spark: Any,

@@ -8,6 +8,7 @@ does. The schema written (Java's) and the codecs are in ``avro_schema``.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -25,7 +26,13 @@ __all__ = ["AvroFileWriter", "encode_rows"]
 #: Arrow bytes per encode step (bounds memory, not results)
 _ENCODE_BYTES = 16 << 20
 _BIN = pa.large_binary()
-_EMPTY = pa.scalar(b"", _BIN)
+
+
+@functools.cache
+def _empty() -> pa.Scalar:
+    """The empty separator of `_join`, made on first use: building a scalar from a Python
+    value imports pandas (~0.5 s), which a process that only reads never needs."""
+    return pa.scalar(b"", _BIN)
 
 
 def _from_matrix(mat: np.ndarray, lens: np.ndarray) -> pa.Array:
@@ -95,7 +102,7 @@ def _decimal_matrix(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 def _join(pieces: list[pa.Array]) -> pa.Array:
     if len(pieces) == 1 and pieces[0].null_count == 0:
         return pieces[0]
-    return pc.binary_join_element_wise(*pieces, _EMPTY, null_handling="replace",
+    return pc.binary_join_element_wise(*pieces, _empty(), null_handling="replace",
                                        null_replacement=b"")
 
 

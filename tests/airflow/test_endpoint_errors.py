@@ -37,7 +37,7 @@ def _connect(monkeypatch, dags, endpoint: str, **extra: str) -> None:
 
 def test_a_refused_port_shows_the_endpoint_and_what_to_check(monkeypatch, dags):
     endpoint = f"http://127.0.0.1:{_closed_port()}"
-    _connect(monkeypatch, dags, endpoint, **{"s3.retry.timeout": "2s"})
+    _connect(monkeypatch, dags, endpoint, **{"s3.retry.timeout": "500ms"})
     op = LakeformatExpireSnapshotsOperator(task_id="x", table="db.t")
     with pytest.raises(lf.StoreUnreachableError) as err:  # not AirflowFailException: retried
         op.execute(_context())
@@ -64,7 +64,7 @@ def test_a_stalled_endpoint_fails_the_try_within_the_timeouts(monkeypatch, dags)
     endpoint = f"http://127.0.0.1:{server.getsockname()[1]}"
     try:
         _connect(monkeypatch, dags, endpoint,
-                 **{"s3.connection.timeout": "1s", "s3.retry.timeout": "3s"})
+                 **{"s3.connection.timeout": "500ms", "s3.retry.timeout": "1500ms"})
         op = LakeformatExpireSnapshotsOperator(task_id="x", table="db.t")
         started = time.monotonic()
         with pytest.raises(lf.StoreUnreachableError, match="did not answer"):

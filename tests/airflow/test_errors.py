@@ -146,7 +146,7 @@ def test_held_maintenance_lease_is_retried_and_changes_nothing(s3_warehouse, mon
     """Another job maintaining the table: `LockTimeoutError` is worth a retry."""
     uri, options = s3_warehouse
     extra = {**{k: v for k, v in options.items() if not k.endswith("-key")},
-             "lock-acquire-timeout": "1 s"}
+             "lock-acquire-timeout": "200 ms"}
     monkeypatch.setenv("AIRFLOW_CONN_LAKEFORMAT_DEFAULT", dags.conn_json(
         "lakeformat", uri, options["s3.access-key"], options["s3.secret-key"], extra))
     t = _table(uri, options)

@@ -33,32 +33,46 @@ def land(io_: Any, folder: str) -> list[str]:
     return list(files)
 
 
-@pytest.mark.parametrize("where", ["local", "s3"])
-def test_ingest_three_formats_like_the_in_process_reader(spark: Any, tmp_path: Path,
-                                                         where: str, request: Any) -> None:
-    if where == "local":
-        cat = lf.Catalog(str(tmp_path / "wh"))
-        folder = str(tmp_path / "landing")
-        Path(folder).mkdir()
-    else:
-        uri, options = request.getfixturevalue("s3_warehouse")
-        cat = lf.Catalog(uri, options=options)
-        folder = uri.rsplit("/", 1)[0] + "/landing"
+def like_the_in_process_reader(t: lf.Table, paths: list[str], io_: Any) -> None:
+    expected = read_files(paths, schema=t, file_io=io_)  # the in-process reader
+    key = [("id", "ascending")]
+    assert t.read().sort_by(key).to_pylist() == expected.select(SCHEMA.names).sort_by(
+        key).to_pylist()
+    assert t.read().sort_by(key)["code"].to_pylist() == ["007", None, "0042", "", "NA"]
+
+
+def test_ingest_three_formats_like_the_in_process_reader(spark: Any, tmp_path: Path) -> None:
+    cat = lf.Catalog(str(tmp_path / "wh"))
+    folder = str(tmp_path / "landing")
+    Path(folder).mkdir()
     cat.create_database("db")
     t = cat.create_table("db.in", SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
                          options={"bucket": "2"})
     io_ = get_file_io(folder, cat.options)
     paths = land(io_, folder)
     total = 0
-    for path in paths:
+    for path in paths:  # one ingest per file: one snapshot each
         result = lfs.ingest(spark, t, path)
         total += result.rows_written
     assert total == 5 and len(t.snapshots()) == 3
-    expected = read_files(paths, schema=t, file_io=io_)  # the in-process reader
-    key = [("id", "ascending")]
-    assert t.read().sort_by(key).to_pylist() == expected.select(SCHEMA.names).sort_by(
-        key).to_pylist()
-    assert t.read().sort_by(key)["code"].to_pylist() == ["007", None, "0042", "", "NA"]
+    like_the_in_process_reader(t, paths, io_)
+
+
+def test_ingest_a_glob_of_three_formats_on_s3(spark: Any,
+                                              s3_warehouse: tuple[str, dict[str, str]]) -> None:
+    """The same files landed on S3, ingested by one glob: listed on S3 by the driver, each
+    read by its task through the catalog's S3 options, one snapshot."""
+    uri, options = s3_warehouse
+    cat = lf.Catalog(uri, options=options)
+    folder = uri.rsplit("/", 1)[0] + "/landing"
+    cat.create_database("db")
+    t = cat.create_table("db.in", SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
+                         options={"bucket": "2"})
+    io_ = get_file_io(folder, cat.options)
+    paths = land(io_, folder)
+    result = lfs.ingest(spark, t, folder + "/*.*")
+    assert result.rows_written == 5 and len(t.snapshots()) == 1
+    like_the_in_process_reader(t, paths, io_)
 
 
 def test_ingest_glob_overwrite_merge_schema_and_idempotence(spark: Any, tmp_path: Path) -> None:

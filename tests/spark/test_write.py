@@ -1,6 +1,12 @@
 """Writes through Spark: `lakeformat.spark.write` (shuffled by bucket, committed on the driver)
 and the data source's writer (`df.write.format("lakeformat")`), read back by the library, the
-data source and pypaimon."""
+data source and pypaimon.
+
+Local disk or S3: the tests run on local disk, except the overwrite and the merge-schema
+tests, which run on the moto S3 server only (they ran on both): they are where `write()` and
+the data source's writer publish on S3 with catalog options (`s3.*`) handed to the tasks; what
+they do on local disk the other tests do (the data source's writer: two streams, retried and
+refused writes; overwrite: `test_ingest`'s; merge-schema: timestamps, `test_ingest`'s)."""
 
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ import pytest
 import lakeformat as lf
 import lakeformat.spark as lfs
 from lakeformat.spark.write_job import SparkWriteJob, incoming_schema
-from tests.support.pypaimon_reader import pypaimon_rows
+from tests.support.pypaimon_reader import pypaimon_rows_many
 from tests.support.two_streams import COLUMNS, STEPS, TWO_STREAMS
 
 
@@ -43,18 +49,22 @@ def ds_write(df: Any, catalog: lf.Catalog, name: str, mode: str = "append",
     writer.save(name)
 
 
+#: the `catalog` fixture on the moto S3 server only: the data source's writer with catalog
+#: options (s3.*) is only run here; the same writes on local disk are every other test's
+ON_S3 = pytest.mark.parametrize("catalog", ["s3"], indirect=True)
+
+
 @pytest.mark.parametrize("path", ["job", "datasource"])
-def test_two_streams_through_spark_read_back_three_ways(spark: Any, tmp_path: Path,
-                                                         path: str) -> None:
+def test_two_streams_through_spark_read_back_two_ways(spark: Any, tmp_path: Path,
+                                                       path: str) -> None:
     """The README's partial-update scenario: orders and payments each write their own columns
-    with their own sequence group (out-of-order and NULL ordering values), through Spark."""
+    with their own sequence group (out-of-order and NULL ordering values), through Spark.
+    (pypaimon's read-back of a Spark write: the next test.)"""
     cat = lf.Catalog(str(tmp_path / "wh"))
     cat.create_database("db")
     t = cat.create_table("db.two", TWO_STREAMS, primary_keys=["id"], options={
         "bucket": "2", "merge-engine": "partial-update",
         "fields.a_ts.sequence-group": "a,b", "fields.c_ts.sequence-group": "c,d"})
-    plain = cat.create_table("db.plain", TWO_STREAMS, primary_keys=["id"], options={
-        "bucket": "2", "merge-engine": "partial-update"})
     for stream, rows, expected in STEPS:
         df = spark.createDataFrame(stream(rows))
         if path == "job":
@@ -67,14 +77,31 @@ def test_two_streams_through_spark_read_back_three_ways(spark: Any, tmp_path: Pa
     expected = STEPS[-1][2]
     assert len(t.snapshots()) == len(STEPS)  # one snapshot per Spark write
     assert rows_by_id(ds_read(spark, cat, "db.two")) == expected
-    # pypaimon 2.1.0 refuses sequence groups (never other rows); the plain form it reads
-    assert "sequence-group" in pypaimon_rows(cat.warehouse, "db.two")["error"]
+
+
+def test_pypaimon_reads_a_spark_write_and_refuses_sequence_groups(spark: Any, tmp_path: Path
+                                                                  ) -> None:
+    """Spark's partial-update writes read back by the library, the data source and pypaimon
+    2.1.0 (one child process for both tables); pypaimon refuses a table with sequence groups
+    (the two-stream history) instead of returning other rows."""
+    cat = lf.Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    grouped = cat.create_table("db.two", TWO_STREAMS, primary_keys=["id"], options={
+        "bucket": "2", "merge-engine": "partial-update",
+        "fields.a_ts.sequence-group": "a,b", "fields.c_ts.sequence-group": "c,d"})
+    plain = cat.create_table("db.plain", TWO_STREAMS, primary_keys=["id"], options={
+        "bucket": "2", "merge-engine": "partial-update"})
+    for stream, rows, _ in STEPS:  # the library writes it: the table is pypaimon's concern
+        grouped.write(stream(rows))
     for stream, rows, _ in STEPS[:2]:
         lfs.write(spark.createDataFrame(stream(rows)), plain)
     plain_rows = rows_by_id(plain.read())
     assert plain_rows == {1: ("a1", 1, 10, "c1", 1, 5), 2: ("a2", 2, 10, None, None, None),
                           3: (None, None, None, "c3", 3, 5)}
-    got = pypaimon_rows(cat.warehouse, "db.plain")["rows"]
+    theirs_grouped, theirs_plain = pypaimon_rows_many(cat.warehouse,
+                                                      [("db.two", None), ("db.plain", None)])
+    assert "sequence-group" in theirs_grouped["error"]
+    got = theirs_plain["rows"]
     assert {r["id"]: tuple(r[c] for c in COLUMNS[1:]) for r in got} == plain_rows
     assert rows_by_id(ds_read(spark, cat, "db.plain")) == plain_rows
 
@@ -102,6 +129,7 @@ def test_later_rows_of_one_dataframe_win_across_tasks_and_flushes(spark: Any,
     assert rows["v"].to_pylist() == [(k + 3500) * 10 for k in range(500)]
 
 
+@ON_S3
 def test_overwrite_replaces_the_partitions_written(spark: Any, catalog: lf.Catalog) -> None:
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False),
                         pa.field("dt", pa.string(), nullable=False), ("v", pa.string())])
@@ -144,6 +172,7 @@ def test_a_retried_write_lands_once(spark: Any, tmp_path: Path, local_catalog: l
     assert len(t.snapshots()) == 2
 
 
+@ON_S3
 def test_merge_schema_write_adds_a_column(spark: Any, catalog: lf.Catalog) -> None:
     t = catalog.create_table("db.ms", pa.schema([pa.field("id", pa.int64(), nullable=False),
                                                  ("a", pa.string())]), primary_keys=["id"],

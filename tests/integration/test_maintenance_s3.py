@@ -4,8 +4,8 @@
   to open its data files finishes with every row while expiry runs in between.
 * Expiring 60 snapshots of 16 files each (bench/expire.py: 500 and 20,000 files), about 1,200
   keys, sends batched DeleteObjects (about one per 1,000 keys, no single deletes), reads each
-  manifest and manifest list at most once, and writes only `EARLIEST`; what it reported deleted is gone from the bucket and
-  the latest snapshot still reads.
+  manifest and manifest list at most once, and writes only `EARLIEST`; what it reported
+  deleted is gone from the bucket and the latest snapshot still reads.
 * Tags on S3 keep their rows through expiry; deleting the tag frees exactly the data files
   only it still held (computed from the file lists users see), and what its dry run listed.
 

@@ -55,6 +55,7 @@ XDIST_GROUPS: tuple[tuple[str, str], ...] = (
     ("tests/cli/test_where.py", "cli-where"),
     ("tests/cli/test_commands.py", "cli-commands"),
     ("tests/integration/test_read_memory.py", "read-memory"),
+    ("tests/integration/test_inspect.py", "inspect"),
     ("tests/airflow/test_compose.py", "compose"),
 )
 

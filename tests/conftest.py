@@ -57,6 +57,7 @@ XDIST_GROUPS: tuple[tuple[str, str], ...] = (
     ("tests/integration/test_read_memory.py", "read-memory"),
     ("tests/integration/test_inspect.py", "inspect"),
     ("tests/airflow/test_compose.py", "compose"),
+    ("tests/airflow/test_dags.py", "dag-parse"),  # the DAG files parsed once in a child process
 )
 
 

@@ -36,11 +36,25 @@ path.chmod(0o660)
 print(f"Airflow admin user {user!r}: password set from AIRFLOW_ADMIN_PASSWORD")
 PY
 
-for var in $(compgen -e | grep '^INIT_CONN_' || true); do
-  conn_id=$(printf '%s' "${var#INIT_CONN_}" | tr '[:upper:]' '[:lower:]')
-  if airflow connections get "$conn_id" >/dev/null 2>&1; then
-    echo "Airflow connection $conn_id: exists, kept (edit it in Admin -> Connections; delete it there to have it made again from $var)"
-  else
-    airflow connections add "$conn_id" --conn-json "${!var}"
-  fi
-done
+# All INIT_CONN_* connections in one `airflow connections import` (one interpreter, not two per
+# connection): without --overwrite it adds the ids the DB lacks and leaves the others alone.
+conns_file=$(mktemp --suffix=.json)
+trap 'rm -f "$conns_file"' EXIT
+python - "$conns_file" <<'PY'
+import json
+import os
+import sys
+
+conns = {}
+for var in sorted(v for v in os.environ if v.startswith("INIT_CONN_")):
+    try:
+        conns[var[len("INIT_CONN_"):].lower()] = json.loads(os.environ[var])
+    except ValueError as e:
+        raise SystemExit(f"{var} is not Airflow's connection JSON: {e}")
+with open(sys.argv[1], "w") as f:
+    json.dump(conns, f)
+print(f"Airflow connections {', '.join(conns) or '(none)'}: added where missing; one that "
+      "exists is kept (edit it in Admin -> Connections; delete it there to have it made again "
+      "from its INIT_CONN_<ID>)")
+PY
+airflow connections import "$conns_file"

@@ -43,7 +43,7 @@ def advancing_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 # xdist's own `xdist_group` mark does not group anything under pytest 9 (xdist renames the
 # node id, which pytest 9 no longer reads), so the scheduler below groups by path itself.
 XDIST_GROUPS: tuple[tuple[str, str], ...] = (
-    # one local[2] Spark session (~10 s) and one Spark Connect server (~20 s) per process
+    # one local[2] Spark session (~10 s) per process; its JVM also serves Spark Connect
     ("tests/spark/", "spark"),
     # the session's PostgreSQL server (initdb and start-up)
     ("tests/integration/test_jdbc_catalog.py", "postgres"),

@@ -37,7 +37,9 @@ print(f"Airflow admin user {user!r}: password set from AIRFLOW_ADMIN_PASSWORD")
 PY
 
 # All INIT_CONN_* connections in one `airflow connections import` (one interpreter, not two per
-# connection): without --overwrite it adds the ids the DB lacks and leaves the others alone.
+# connection): without --overwrite it adds the ids the DB lacks and leaves the others alone —
+# for each of those it prints "Could not import connection <id>: connection already exists.",
+# which on a second `up` is the expected outcome, not an error (the line above says so too).
 conns_file=$(mktemp --suffix=.json)
 trap 'rm -f "$conns_file"' EXIT
 python - "$conns_file" <<'PY'

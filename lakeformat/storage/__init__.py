@@ -1,6 +1,6 @@
 """Storage layer: one FileIO interface over local disks and S3-compatible object stores.
 
-Import from here (``from lakeformat.storage import FileIO, get_file_io``). boto3 itself is
+Import from here (``from lakeformat.storage import FileIO, get_file_io``). botocore itself is
 only imported when an S3FileIO first talks to a store, so local-only use does not need it.
 """
 

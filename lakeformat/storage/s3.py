@@ -1,7 +1,7 @@
-"""FileIO over S3-compatible object stores (AWS S3, MinIO, Ceph, moto) through boto3.
+"""FileIO over S3-compatible object stores (AWS S3, MinIO, Ceph, moto) through botocore.
 
 Spark here has no S3 file system (no hadoop-aws), so Spark tasks do their I/O through this
-class: it is picklable (the boto3 client is dropped and rebuilt lazily) and thread-safe.
+class: it is picklable (the botocore client is dropped and rebuilt lazily) and thread-safe.
 Options use Paimon's names (``s3.endpoint``, ``s3.access-key`` ...); credentials fall back
 to the standard AWS chain (environment, profile, instance role).
 
@@ -117,7 +117,7 @@ class S3FileIO(FileIO):
 
     @property
     def client(self) -> Any:
-        """The boto3 S3 client, built on first use and rebuilt after a fork (its pooled
+        """The botocore S3 client, built on first use and rebuilt after a fork (its pooled
         connections belong to the parent process)."""
         pid = os.getpid()
         if self._client_obj is None or self._client_pid != pid:

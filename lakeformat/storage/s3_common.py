@@ -1,13 +1,12 @@
 """What the S3 modules share: key arithmetic, reading botocore's errors, and the options.
 
-No boto3 import here: the options are checked when a catalog is made, long before (and even
+No botocore import at module level: the options are checked when a catalog is made, long before (and even
 without) any request. Nothing from ``fileio`` either, so these helpers stay outside the
 factory's deferred import cycle (fileio -> s3 -> fileio).
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -239,27 +238,30 @@ def make_client(st: S3Settings) -> Any:
         cfg.pop("response_checksum_validation", None)
         config = Config(**cfg)
     session = botocore.session.get_session()
-    session.register_component("data_loader", _shared_loader())
+    session.register_component("data_loader", _shared_loader(session))
     return session.create_client(
         "s3", region_name=st.region, endpoint_url=st.endpoint, config=config,
         aws_access_key_id=st.access_key, aws_secret_access_key=st.secret_key,
         aws_session_token=st.session_token)
 
 
-_LOADER: list[Any] = []
-_LOADER_GUARD = threading.Lock()
+#: botocore's model loaders by extra search path (AWS_DATA_PATH), one each per process
+_LOADERS: dict[str | None, Any] = {}
 
 
-def _shared_loader() -> Any:
-    """botocore's reader of service models (the S3 API and endpoint JSON), one per process.
+def _shared_loader(session: Any) -> Any:
+    """botocore's reader of service models (the S3 API and endpoint JSON), shared by the
+    clients of this process.
 
     A fresh session parses those files again for its first client: ~0.14 s of CPU, paid by
     every table opened on S3 in every Airflow task, CLI command and Spark task. The loader
-    only caches what it parsed from botocore's own data files, so sharing it shares nothing
-    of a client's settings or credentials."""
-    with _LOADER_GUARD:
-        if not _LOADER:
-            from botocore.loaders import create_loader
+    only caches what it parsed from botocore's data files (and the user's AWS_DATA_PATH, which
+    keys it), so sharing it shares nothing of a client's settings or credentials. No lock:
+    two threads may each build one the first time, and one of them is kept."""
+    from botocore.loaders import create_loader
 
-            _LOADER.append(create_loader())
-        return _LOADER[0]
+    data_path = session.get_config_variable("data_path")
+    loader = _LOADERS.get(data_path)
+    if loader is None:
+        loader = _LOADERS.setdefault(data_path, create_loader(data_path))
+    return loader

@@ -3,7 +3,7 @@ task, a user's script): `StoreUnreachableError` naming the endpoint and what to 
 instead of botocore's "Could not connect to the endpoint URL" or "Read timeout on endpoint
 URL" (whose cause stays chained for `--debug` and logs).
 
-`AnsweringClient` wraps the boto3 client of an `S3FileIO`: each call's no-answer errors —
+`AnsweringClient` wraps the botocore client of an `S3FileIO`: each call's no-answer errors —
 after the retries `RetryPolicy` allowed — become `StoreUnreachableError`; every other error
 and every non-call attribute (`meta`, `exceptions`) passes through unchanged.
 """
@@ -49,7 +49,7 @@ def unreachable_message(e: BaseException, settings: S3Settings | None = None) ->
 
 
 class AnsweringClient:
-    """A boto3 S3 client whose calls raise `StoreUnreachableError` when the store does not
+    """A botocore S3 client whose calls raise `StoreUnreachableError` when the store does not
     answer (see the module docstring)."""
 
     def __init__(self, client: Any, settings: S3Settings):

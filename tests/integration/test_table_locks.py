@@ -23,6 +23,7 @@ import lakeformat.clock
 from lakeformat.lock.base import TableLock
 from lakeformat.lock.guard import GuardedFileIO
 from lakeformat.storage import LocalFileIO
+from tests.support.depth import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = {"lock.lease-duration": "2 s", "lock-check-max-sleep": "200 ms"}
@@ -33,6 +34,8 @@ LEASE = {"lock.lease-duration": "2 s", "lock-check-max-sleep": "200 ms"}
 #: takeover, but not what the test asks). 8 s lasts through the 1 s waits with renewals late by
 #: 5 s, and the test still sees the holder renew it.
 HOLD_LEASE = {"lock.lease-duration": "8 s"}
+#: commits per writer of the concurrent-writers test (STRESS_COMMITS; 8 in make test-deep)
+COMMITS = examples(5, 8, "STRESS_COMMITS")
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -261,8 +264,9 @@ def test_commit_lock_around_concurrent_writers(where):
     opts = {**base, "lock.enabled": "true"}
     t = make_table(wh, opts, commits=0)
     assert isinstance(t.file_io, GuardedFileIO) and t.locks.commit is not None
-    # five commits each, the three started at once (after their interpreters are up)
-    writers = [Child("write", wh, opts, f"{1000 * (w + 1)},5") for w in range(3)]
+    # COMMITS each (8 in make test-deep), the three started at once (after their interpreters
+    # are up)
+    writers = [Child("write", wh, opts, f"{1000 * (w + 1)},{COMMITS}") for w in range(3)]
     for c in writers:
         c.wait_for("ready")
     for c in writers:
@@ -271,8 +275,8 @@ def test_commit_lock_around_concurrent_writers(where):
     assert [r["event"] for r in results] == ["done"] * 3, results
     t.refresh()
     ids = [s.id for s in t.snapshots()]
-    assert ids == list(range(1, 16))
-    want = sorted(1000 * (w + 1) + i for w in range(3) for i in range(5))
+    assert ids == list(range(1, 3 * COMMITS + 1))
+    want = sorted(1000 * (w + 1) + i for w in range(3) for i in range(COMMITS))
     assert [r["id"] for r in rows(t)] == want
     for sid in ids:  # every snapshot readable
         t.read(snapshot_id=sid)
@@ -377,10 +381,15 @@ def test_a_garbage_commit_lease_fails_writes_at_once_and_leaves_no_file(where, m
                                                                 "3"))}
     pauses = record_pauses(monkeypatch)
     for verb, call in verbs.items():
+        started = time.monotonic()
         with pytest.raises(lf.CorruptFileError) as err:
             call()
-        # at once: no wait for the lock, no commit back-off (a count, not a stopwatch)
+        # at once: no wait for the lock, no commit back-off (a count of lakeformat's sleeps) —
+        # and, for the waits a count cannot see (the S3 client's retry back-off binds its sleep
+        # when defined), far less than the lock's acquire timeout (8 min): a hang guard, not a
+        # stopwatch
         assert pauses.seconds == [], f"{verb} paused {pauses.seconds} s before failing"
+        assert time.monotonic() - started < 60, verb
         assert where_lease in str(err.value) and "delete the object" in str(err.value), verb
         assert not isinstance(err.value, lf.RETRYABLE_ERRORS), verb
         t.refresh()

@@ -37,6 +37,10 @@ def no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
     """`LocalFileIO()`, as every lakeformat catalog on a local path opens it, skips fsync."""
     from lakeformat.storage.local import LocalFileIO
 
+    # the constructor's one default is `fsync=True`; a changed signature must not have this
+    # fixture silently turn another default off
+    assert LocalFileIO.__init__.__code__.co_varnames[1:2] == ("fsync",)
+    assert LocalFileIO.__init__.__defaults__ == (True,)
     monkeypatch.setattr(LocalFileIO.__init__, "__defaults__", (False,))
 
 

@@ -85,15 +85,18 @@ _LOOP_LIMIT_S = 600
 
 
 def _loop(stop_file: str, call: Callable[[], Any]) -> dict[str, Any]:
-    deadline, runs, failures = time.monotonic() + _LOOP_LIMIT_S, 0, {}
+    """`call` again and again until the stop file is there and one run succeeded; `racing`
+    counts the runs that ended before the stop file appeared (while the writers still ran)."""
+    deadline, runs, racing, failures = time.monotonic() + _LOOP_LIMIT_S, 0, 0, {}
     while time.monotonic() < deadline and not (runs and os.path.exists(stop_file)):
         try:
             call()
             runs += 1
+            racing += not os.path.exists(stop_file)
         except Exception as e:  # a conflict, a lost lease, a fault past the retries: again
             failures[type(e).__name__] = failures.get(type(e).__name__, 0) + 1
         time.sleep(0.2)
-    return {"runs": runs, "failures": failures}
+    return {"runs": runs, "racing": racing, "failures": failures}
 
 
 def run(job: str, table: lf.Table, arg: str) -> Any:

@@ -22,7 +22,7 @@ import dataclasses
 import pickle
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -56,6 +56,9 @@ from lakeformat.spark.write_tasks import (
     write_batches,
 )
 from lakeformat.storage import FileIO
+
+if TYPE_CHECKING:
+    from lakeformat import Table
 
 PARTITION_COL = "__lakeformat_partition"
 BUCKET_COL = "__lakeformat_bucket"
@@ -264,7 +267,7 @@ def incoming_schema(df: Any) -> pa.Schema:
     return to_arrow_schema(df.schema, timezone="UTC")
 
 
-def write(df: Any, table: Any, overwrite: bool = False, merge_schema: bool | None = None,
+def write(df: Any, table: Table, overwrite: bool = False, merge_schema: bool | None = None,
           options: dict[str, str] | None = None, *, commit_user: str | None = None,
           commit_identifier: int | None = None, memory_budget: int | None = None
           ) -> CommitResult:

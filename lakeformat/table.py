@@ -32,6 +32,7 @@ from lakeformat.operation.delete_where import DeleteWhere
 from lakeformat.operation.expire import expire_snapshots
 from lakeformat.operation.inspect import TableInspect
 from lakeformat.operation.interchange import to_polars
+from lakeformat.operation.job import check_commit_identity
 from lakeformat.operation.merge_schema import (
     validate_table_schema,
     wants_merge_schema,
@@ -49,7 +50,7 @@ from lakeformat.operation.schema_retention import clean_schemas
 from lakeformat.operation.snapshot_delta import delta_partitions, partition_spec
 from lakeformat.operation.tags import create_tag, delete_tag, list_tags
 from lakeformat.operation.where import resolve_filter
-from lakeformat.operation.write_job import WriteJob, check_commit_identity, delete_rows
+from lakeformat.operation.write_job import WriteJob, delete_rows
 from lakeformat.options import CoreOptions, parse_bool
 from lakeformat.results import CommitResult, CompactResult, MaintenanceResult, TagInfo
 from lakeformat.schema.alter import apply_changes

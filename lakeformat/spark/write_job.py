@@ -109,7 +109,7 @@ class SparkWriteJob(WriteJob):
             schema, _ = evolve_for_write(SchemaManager(self.file_io, self.table_path),
                                          from_spark(self.data, self.schema),
                                          self.merge_schema_options)
-            self._use_schema(schema)
+            self.use_schema(schema)
         else:
             conform(from_spark(self.data, self.schema), self.schema)  # fails before any task
         latest = self.committer.snapshots.latest_snapshot()
@@ -167,9 +167,10 @@ class SparkWriteJob(WriteJob):
         return self.messages
 
     # -- commit --------------------------------------------------------------------------------
-    def _renumber(self, conflict: SequenceConflict) -> None:
-        """Move the conflicting buckets' records a gap past the numbers now live there by
-        rewriting their files (on the job's runner); the old files are deleted after."""
+    def renumber(self, conflict: SequenceConflict) -> None:
+        """Hook of `WriteJob`: move the conflicting buckets' records a gap past the numbers
+        now live there by rewriting their files (on the job's runner); the old files are
+        deleted after."""
         assert self.base is not None
         gap = RENUMBER_GAP << min(self.rewrites, 24)
         redo = {k: v + gap for k, v in conflict.buckets.items()}
@@ -194,10 +195,9 @@ class SparkWriteJob(WriteJob):
                                  {**self.base.max_sequence, **redo})
         self.rewrites += 1
 
-    def _result(self, snap: Any, entries: Any, already: bool = False) -> CommitResult:
-        result = super()._result(snap, entries, already)
-        return dataclasses.replace(result, rows_written=self.rows_written if not already
-                                   else result.rows_written)
+    def count_written_rows(self) -> int:
+        """Hook of `WriteJob`: the rows the tasks wrote (none reach the driver)."""
+        return self.rows_written
 
 
 class _Router:

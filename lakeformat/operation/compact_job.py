@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ from lakeformat.errors import (
     CommitFailedError,
     CommitStateUnknownError,
 )
+from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.operation.compact import (
     CompactOutcome,
     CompactTask,
@@ -45,7 +47,8 @@ from lakeformat.operation.compact import (
 from lakeformat.operation.job import DataJob
 from lakeformat.operation.runner import Runner
 from lakeformat.operation.scan import PartitionPredicate
-from lakeformat.results import CompactResult, CompactStats
+from lakeformat.options import CoreOptions, parse_bool
+from lakeformat.results import CommitResult, CompactResult, CompactStats
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
 
@@ -214,3 +217,30 @@ class CompactJob(DataJob[list[CompactTask], CompactOutcome, CompactResult]):
                              round(time.monotonic() - start, 3), self.commit_user,
                              self.commit_identifier, self.earlier)
 
+
+def compact_after_write(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
+                        result: CommitResult, partitions: set[bytes] | None,
+                        stacklevel: int = 2) -> CommitResult:
+    """A lookup table's writer compacts its level-0 files before it returns, as Java's does
+    (`changelog-producer.lookup-wait`, default true; never with `write-only`): a
+    deletion-vector table shows written rows once compacted, and the lookup changelog comes
+    with each write. `partitions`: those written (None: every partition). The compaction's
+    snapshots are reported with the write's; one that cannot commit leaves the write landed
+    (with a warning) and is left to the next compaction. Any other table: `result` as is."""
+    opts = CoreOptions(schema.options)
+    if (result.snapshot_id is None or not schema.primary_keys or not opts.lookup_merge
+            or not parse_bool(opts.raw, "changelog-producer.lookup-wait", True)
+            or parse_bool(opts.raw, "write-only", False)):
+        return result
+    pred = None
+    if partitions is not None:
+        types = [f.type for f in schema.partition_fields()]
+        wanted = {tuple(from_avro_bytes(p, types)) for p in partitions}
+        keys = schema.partition_keys
+        pred = lambda values: tuple(values[k] for k in keys) in wanted  # noqa: E731
+    compacted = CompactJob(file_io, table_path, schema, table_name, full=False,
+                           partition_filter=pred).run()
+    if compacted.failed:
+        warnings.warn(f"{table_name}: the write landed (snapshot {result.snapshot_id}) but "
+                      f"its compaction did not: {compacted.failed}", stacklevel=stacklevel + 1)
+    return dataclasses.replace(result, compaction_snapshot_ids=list(compacted.snapshot_ids))

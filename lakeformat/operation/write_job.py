@@ -53,6 +53,7 @@ from lakeformat.operation.commit import (
     SequenceConflict,
     snapshot_identity,
 )
+from lakeformat.operation.compact_job import compact_after_write
 from lakeformat.operation.cross_partition import is_cross_partition
 from lakeformat.operation.job import DataJob, check_commit_identity
 from lakeformat.operation.merge_schema import evolve_for_write
@@ -120,7 +121,7 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
                  commit_user: str | None = None, commit_identifier: int | None = None, *,
                  merge_schema_options: dict[str, str] | None = None,
                  runner: Runner | None = None, table_name: str | None = None,
-                 operation: str = "write"):
+                 operation: str = "write", compact_lookup: bool = True):
         super().__init__(file_io, table_path, schema, table_name, commit_user=commit_user,
                          commit_identifier=commit_identifier, runner=runner)
         self.data = data
@@ -132,6 +133,8 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
         _ = (opts.commit_max_retries, opts.commit_min_retry_wait, opts.commit_max_retry_wait,
              opts.commit_timeout)
         self.operation = operation
+        #: a lookup table's level-0 files are compacted once the write landed (`commit`)
+        self.compact_lookup = compact_lookup
         self.open_committer(properties=self._properties())
         self.units: list[WriteUnit] = []
         self.messages: list[CommitMessage] = []
@@ -244,9 +247,17 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
         """Commit the executed units (`messages`: default those `execute` returned); renumber
         and rewrite buckets others wrote to meanwhile, after a randomized back-off
         (`commit.min-retry-wait` doubling up to `commit.max-retry-wait`, as Paimon's commit
-        retries) so contenders fall out of step."""
+        retries) so contenders fall out of step. A lookup table's written partitions are then
+        compacted (`compact_after_write`), as Java's lookup writer does before it returns."""
         if messages is not None:
             self.messages = list(messages)
+        result = self._commit_messages()
+        if not self.compact_lookup:
+            return result
+        return compact_after_write(self.file_io, self.table_path, self.schema, self.table_name,
+                                   result, {m.partition for m in self.messages}, stacklevel=4)
+
+    def _commit_messages(self) -> CommitResult:
         if self.landed is not None:
             return self._landed_result(self.landed)
         opts = self.writer.options

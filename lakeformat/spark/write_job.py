@@ -39,7 +39,6 @@ from lakeformat.operation.merge_schema import evolve_for_write, wants_merge_sche
 from lakeformat.operation.runner import Runner, UnitFailure, captured, default_runner
 from lakeformat.operation.write import TableWrite, WriteUnit
 from lakeformat.operation.write_job import RENUMBER_GAP, WriteJob
-from lakeformat.options import CoreOptions
 from lakeformat.results import CommitResult
 from lakeformat.schema.merging import MergeSchemaOptions
 from lakeformat.schema.schema_manager import SchemaManager
@@ -96,13 +95,6 @@ class SparkWriteJob(WriteJob):
                 f"{self.table_path}: dynamic-bucket (bucket=-1) primary-key tables are not "
                 "written through Spark yet (their bucket assignment is one sequential pass "
                 "over the partition's index); write with the library (engine='local')")
-        opts = CoreOptions(self.schema.options)
-        if self.schema.primary_keys and opts.lookup_merge:
-            raise UnsupportedError(
-                f"{self.table_path}: lookup tables (deletion-vectors.enabled, "
-                "changelog-producer=lookup, force-lookup) are not written through Spark yet "
-                "(their writer compacts level 0 by lookup before it returns); write with the "
-                "library (engine='local')")
         if self._already_landed(None):
             return []
         if self.merge_schema_options is not None:

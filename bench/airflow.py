@@ -235,7 +235,7 @@ class Step:
 
 
 def _ingest(table: Any, source: str) -> Any:
-    from lakeformat.ingest import ingest_files
+    from lakeformat_airflow.operators.write import ingest_files
 
     return ingest_files(table, source)
 

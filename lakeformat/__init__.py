@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from lakeformat.catalog import Catalog
     from lakeformat.identifier import Identifier
     from lakeformat.operation.inspect import TableInspect
+    from lakeformat.operation.snapshot_watch import SnapshotWatch, snapshot_info
     from lakeformat.results import (
         CommitResult,
         CompactResult,
@@ -74,6 +75,8 @@ _LAZY = {
     "CompactResult": "lakeformat.results",
     "CompactStats": "lakeformat.results",
     "TableInspect": "lakeformat.operation.inspect",
+    "SnapshotWatch": "lakeformat.operation.snapshot_watch",
+    "snapshot_info": "lakeformat.operation.snapshot_watch",
     "SchemaChange": "lakeformat.schema.schema_change",
     "Move": "lakeformat.schema.schema_change",
     "OptionNameWarning": "lakeformat.schema.option_names",
@@ -103,6 +106,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "Catalog", "Identifier", "Table", "CommitResult", "TagInfo", "SchemaChange", "Move",
     "MaintenanceResult", "CompactResult", "CompactStats", "TableInspect", "OptionNameWarning",
+    "SnapshotWatch", "snapshot_info",
     "LakeformatError", "UnsupportedError",
     "SchemaMismatchError", "CorruptFileError", "CorruptLeaseError", "CommitConflictError",
     "CommitFailedError", "CommitOutcomeUnknownError",

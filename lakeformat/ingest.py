@@ -2,8 +2,9 @@
 
 Values are parsed straight into the table's column types, never guessed first and cast after:
 `01234`, `1.50` or `2024-01-02` in a STRING column stay exactly that text, `1.50` in a
-DECIMAL(10, 2) column stays 1.50. The CLI's `write`/`delete` and the Airflow ingest operator
-read files through here.
+DECIMAL(10, 2) column stays 1.50. The CLI's `write`/`delete`, the Airflow ingest operators
+and the Spark ingest read files through here; this module only reads, and its caller writes
+the rows (`Table.write`), so nothing here calls back into a table.
 
 * Columns the table has but the file lacks stay absent; a column the table lacks is an error
   naming it (merge-schema evolution takes Arrow data, not files).
@@ -29,12 +30,13 @@ import io
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeformat.errors import InputFileError, InvalidArgumentError, UnsupportedError
+from lakeformat.schema.table_schema import TableSchema
 from lakeformat.schema.types import STRING_ROOTS, DataField, DataType, from_arrow, to_arrow
 from lakeformat.storage import FileIO, get_file_io
 
@@ -44,7 +46,26 @@ _BOM = b"\xef\xbb\xbf"
 _MAX_NAMES = 10
 
 
-def read_file(path: str, format: str | None = None, *, schema: Any,
+class TableLocation(Protocol):
+    """Where a table lives (a `lakeformat.Table` is one): its files read S3 input with the
+    table's S3 settings."""
+
+    path: str
+    file_io: FileIO
+
+
+class HasTableSchema(Protocol):
+    """A target whose `table_schema` gives the columns (a `lakeformat.Table`)."""
+
+    @property
+    def table_schema(self) -> TableSchema: ...
+
+
+#: what `read_file` takes as the target columns
+Target = pa.Schema | TableSchema | HasTableSchema
+
+
+def read_file(path: str, format: str | None = None, *, schema: Target,
               file_io: FileIO | None = None, allow_extra: bool = False) -> pa.Table:
     """Rows of one file with the target types of `schema` (a pyarrow Schema, a lakeformat
     `Table` or `TableSchema`). `format` is parquet, csv or json (default: from the extension);
@@ -79,7 +100,7 @@ def expand_paths(paths: str | Sequence[str], file_io: FileIO | None = None) -> l
     return files
 
 
-def read_files(paths: str | Sequence[str], format: str | None = None, *, schema: Any,
+def read_files(paths: str | Sequence[str], format: str | None = None, *, schema: Target,
                file_io: FileIO | None = None, allow_extra: bool = False) -> pa.Table:
     """`read_file` over several files and glob patterns (`*`, `?`, `[...]` in the file name),
     concatenated; a column absent from some files is null in their rows."""
@@ -89,7 +110,7 @@ def read_files(paths: str | Sequence[str], format: str | None = None, *, schema:
     return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
 
 
-def source_file_io(table: Any, path: str) -> FileIO:
+def source_file_io(table: TableLocation, path: str) -> FileIO:
     """How input files are read for `table`: S3 files with the table's S3 settings (endpoint,
     credentials) when the table lives on S3, anything else with the local file system (or S3
     with the standard AWS variables)."""
@@ -98,22 +119,18 @@ def source_file_io(table: Any, path: str) -> FileIO:
     return get_file_io(path, {})
 
 
-def ingest_files(table: Any, source: str | Sequence[str], format: str | None = None,
-                 overwrite: bool = False, merge_schema: bool = False, *,
-                 commit_user: str | None = None, commit_identifier: int | None = None) -> Any:
-    """Write the rows of the files `source` names (paths, glob patterns) into `table` (a
-    `lakeformat.Table`) as one snapshot, in process; the rows are read in whole first.
-    `overwrite=True` replaces the partitions the files cover; `merge_schema=True` adds the
-    files' new columns to the table first. Give `commit_user`/`commit_identifier` (e.g. the
-    DAG task and its logical date) to make a re-run land once. Returns the `CommitResult`."""
+def read_source(table: TableLocation, source: str | Sequence[str], format: str | None = None,
+                *, schema: Target, allow_extra: bool = False) -> pa.Table:
+    """The rows of the files `source` names (paths, glob patterns), read in whole for a
+    write into `table` (S3 files with its S3 settings) with `schema`'s types (usually the table
+    itself); `allow_extra=True` for a merge-schema write. A missing file is an
+    `InputFileError` naming it. The caller writes the rows."""
     first = source if isinstance(source, str) else (list(source) or [""])[0]
     try:
-        rows = read_files(source, format, schema=table, file_io=source_file_io(table, first),
-                          allow_extra=merge_schema)
+        return read_files(source, format, schema=schema, file_io=source_file_io(table, first),
+                          allow_extra=allow_extra)
     except FileNotFoundError as e:
         raise InputFileError(f"input file {e.filename or e} does not exist") from None
-    return table.write(rows, overwrite=overwrite, merge_schema=True if merge_schema else None,
-                       commit_user=commit_user, commit_identifier=commit_identifier)
 
 
 def _expand(file_io: FileIO, pattern: str) -> list[str]:
@@ -126,7 +143,7 @@ def _expand(file_io: FileIO, pattern: str) -> list[str]:
 
 
 # -- targets and columns -------------------------------------------------------------------------
-def _target_fields(schema: Any) -> dict[str, DataType]:
+def _target_fields(schema: Target) -> dict[str, DataType]:
     if isinstance(schema, pa.Schema):
         try:
             return {f.name: from_arrow(f.type, f.nullable) for f in schema}

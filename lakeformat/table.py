@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from numbers import Integral
@@ -32,6 +30,7 @@ from lakeformat.operation.delete_where import DeleteWhere
 from lakeformat.operation.expire import expire_snapshots
 from lakeformat.operation.inspect import TableInspect
 from lakeformat.operation.interchange import to_polars
+from lakeformat.operation.job import check_commit_identity
 from lakeformat.operation.merge_schema import (
     validate_table_schema,
     wants_merge_schema,
@@ -49,8 +48,7 @@ from lakeformat.operation.schema_retention import clean_schemas
 from lakeformat.operation.snapshot_delta import delta_partitions, partition_spec
 from lakeformat.operation.tags import create_tag, delete_tag, list_tags
 from lakeformat.operation.where import resolve_filter
-from lakeformat.operation.write_job import WriteJob, check_commit_identity, delete_rows
-from lakeformat.options import CoreOptions, parse_bool
+from lakeformat.operation.write_job import WriteJob, delete_rows
 from lakeformat.results import CommitResult, CompactResult, MaintenanceResult, TagInfo
 from lakeformat.schema.alter import apply_changes
 from lakeformat.schema.option_names import check_option_names
@@ -304,11 +302,11 @@ class Table:
                                        "not both")
         if where is not None:
             where = resolve_filter(where, schema.fields, self.name)
-            return self._compact_written(DeleteWhere(
+            return DeleteWhere(
                 self.file_io, self.path, schema, self.schema_manager, where,
                 table_name=self.name, commit_user=commit_user,
                 commit_identifier=commit_identifier, runner=runner,
-                memory_budget=parse_budget(memory_budget)).run(), None)
+                memory_budget=parse_budget(memory_budget)).run()
         if not schema.primary_keys:
             raise UnsupportedError(
                 f"delete from {self.name}: an append table has no primary key to delete rows "
@@ -322,33 +320,7 @@ class Table:
         result = job.run()
         if job.schema.id > self._schema.id:
             self._schema = job.schema
-        return self._compact_written(result, {m.partition for m in job.messages})
-
-    def _compact_written(self, result: CommitResult, partitions: set[bytes] | None
-                         ) -> CommitResult:
-        """A lookup table's writer compacts its level-0 files before it returns, as Java's
-        does (`changelog-producer.lookup-wait`, default true; never with `write-only`): a
-        deletion-vector table shows written rows once compacted, and the lookup changelog
-        comes with each write. The compaction's snapshots are reported with the write's; one
-        that cannot commit leaves the write landed and is left to the next compaction."""
-        schema = self._schema
-        opts = CoreOptions(schema.options)
-        if (result.snapshot_id is None or not schema.primary_keys or not opts.lookup_merge
-                or not parse_bool(opts.raw, "changelog-producer.lookup-wait", True)
-                or parse_bool(opts.raw, "write-only", False)):
-            return result
-        pred = None
-        if partitions is not None:
-            types = [f.type for f in schema.partition_fields()]
-            wanted = {tuple(from_avro_bytes(p, types)) for p in partitions}
-            keys = schema.partition_keys
-            pred = lambda values: tuple(values[k] for k in keys) in wanted  # noqa: E731
-        compacted = CompactJob(self.file_io, self.path, schema, self.name, full=False,
-                               partition_filter=pred).run()
-        if compacted.failed:
-            warnings.warn(f"{self.name}: the write landed (snapshot {result.snapshot_id}) but "
-                          f"its compaction did not: {compacted.failed}", stacklevel=3)
-        return dataclasses.replace(result, compaction_snapshot_ids=list(compacted.snapshot_ids))
+        return result
 
     def find_commit(self, commit_user: str, commit_identifier: int) -> list[Snapshot]:
         """The retained snapshots (oldest first) a commit with this user and identifier made:

@@ -115,13 +115,33 @@ def check_compactable(schema: TableSchema, table_path: str) -> CoreOptions:
 
 
 # -- plan ----------------------------------------------------------------------------------------
+def task_budget(memory_budget: int, workers: int | None, tasks: int) -> int:
+    """One task's share of a job's memory budget: the budget is shared by the tasks that run
+    at once (`workers` of them, default one per core)."""
+    running = workers or max(1, min(tasks, os.cpu_count() or 2))
+    return max(64 << 10, memory_budget // max(1, min(running, tasks)))
+
+
 def plan_compaction(file_io: FileIO, table_path: str, schema: TableSchema,
                     latest: Snapshot | None, full: bool, memory_budget: int,
                     partition_filter: PartitionPredicate | None = None,
-                    partition_idle_before: int | None = None) -> list[CompactTask]:
-    """Tasks for the latest snapshot. `partition_idle_before`: only partitions whose newest
-    file was created before this instant (epoch millis of local wall-clock time, as stored)."""
-    opts = check_compactable(schema, table_path)
+                    partition_idle_before: int | None = None, *, workers: int | None = None,
+                    options: CoreOptions | None = None) -> list[CompactTask]:
+    """Tasks for the latest snapshot, each given its share of the job's `memory_budget`
+    (`task_budget`, over `workers`). `partition_idle_before`: only partitions whose newest file
+    was created before this instant (epoch millis of local wall-clock time, as stored).
+    `options`: the table's, as `check_compactable` returned them (checked here when None)."""
+    opts = options if options is not None else check_compactable(schema, table_path)
+    tasks = _plan_tasks(file_io, table_path, schema, opts, latest, full, partition_filter,
+                        partition_idle_before)
+    share = task_budget(memory_budget, workers, len(tasks))
+    return [replace(t, memory_budget=share) for t in tasks]
+
+
+def _plan_tasks(file_io: FileIO, table_path: str, schema: TableSchema, opts: CoreOptions,
+                latest: Snapshot | None, full: bool, partition_filter: PartitionPredicate | None,
+                partition_idle_before: int | None) -> list[CompactTask]:
+    """The tasks, before the budget is shared out (their `memory_budget` is 0)."""
     scan = FileStoreScan(file_io, table_path, schema)
     buckets: dict[tuple[bytes, int], list] = {}
     newest: dict[bytes, int] = {}
@@ -131,8 +151,7 @@ def plan_compaction(file_io: FileIO, table_path: str, schema: TableSchema,
     part_types = [f.type for f in schema.partition_fields()]
     dvs = scan.deletion_files(latest) if buckets else {}
     if not schema.primary_keys:
-        tasks = _plan_append(buckets, newest, part_types, opts, full, memory_budget,
-                             partition_idle_before)
+        tasks = _plan_append(buckets, newest, part_types, opts, full, partition_idle_before)
         return [_with_deletions(t, dvs) for t in tasks]
     cmp = KeyComparator([f.type for f in schema.key_fields()])
     universal = None if full else UniversalCompaction(opts)
@@ -172,7 +191,7 @@ def plan_compaction(file_io: FileIO, table_path: str, schema: TableSchema,
             partition, tuple(from_avro_bytes(partition, part_types)), bucket,
             entries[0].total_buckets, unit.files, unit.output_level, levels.max_level, drop,
             changelog and unit.output_level == levels.max_level, len(runs), in_unit,
-            memory_budget, lookup_runs=above,
+            0, lookup_runs=above,
             lookup_changelog=opts.changelog_producer == "lookup", index_base=index_base), dvs))
     return tasks
 
@@ -188,7 +207,7 @@ def _with_deletions(task: CompactTask, dvs: dict[tuple[bytes, int], dict[str, De
 
 
 def _plan_append(buckets: dict[tuple[bytes, int], list], newest: dict[bytes, int],
-                 part_types: list, opts: CoreOptions, full: bool, memory_budget: int,
+                 part_types: list, opts: CoreOptions, full: bool,
                  partition_idle_before: int | None) -> list[CompactTask]:
     """An append table's tasks: one per bucket of a bucketed table, one per group of small
     files of a bucket-unaware one (`append_compact`). Each file counts as a sorted run."""
@@ -206,7 +225,7 @@ def _plan_append(buckets: dict[tuple[bytes, int], list], newest: dict[bytes, int
         for group in groups:
             tasks.append(CompactTask(partition, values, bucket, entries[0].total_buckets,
                                      tuple(group), 0, 0, False, False, len(files), len(group),
-                                     memory_budget))
+                                     0))
     return tasks
 
 
@@ -214,11 +233,13 @@ def _plan_append(buckets: dict[tuple[bytes, int], list], newest: dict[bytes, int
 class CompactTaskExecutor:
     """Runs tasks of one table; holds no snapshot state (safe in a thread pool or a Spark task)."""
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
+                 options: CoreOptions | None = None):
+        """`options`: the table's, as `check_compactable` returned them (checked when None)."""
         self.file_io = file_io
         self.table_path = table_path
         self.schema = schema
-        self.options = check_compactable(schema, table_path)
+        self.options = options if options is not None else check_compactable(schema, table_path)
         self.schema_manager = SchemaManager(file_io, table_path)
         self.paths = PathFactory(file_io, table_path, schema)
         self.cmp = KeyComparator([f.type for f in schema.key_fields()])
@@ -427,6 +448,7 @@ def _runs_after(task: CompactTask, untouched: list[DataFileMeta],
 
 
 def default_workers(tasks: Sequence[CompactTask]) -> int:
+    """One worker per task, at most one per core (`task_budget` assumes the same)."""
     return max(1, min(len(tasks), os.cpu_count() or 2))
 
 

@@ -1,12 +1,17 @@
 """A compaction as the three steps of every data job, on the driver.
 
 * `plan()`: read the latest snapshot once and make a `CompactTask` per (partition, bucket)
-  (`compact.plan_compaction`), grouped by `partitions_per_commit` partitions;
+  (`compact.plan_compaction`, which gives each its share of the memory budget), grouped by
+  `partitions_per_commit` partitions;
 * `execute(tasks, runner)`: `CompactTaskExecutor.execute` over one group's tasks through a
   `Runner` (a thread pool by default; Spark plugs in its own);
 * `commit(outcomes)`: one COMPACT snapshot per group with Paimon's conflict checks; a group that
   conflicts is retried partition by partition, and the files of whatever cannot commit are
-  deleted.
+  deleted (recorded in `failed`).
+
+It is a `DataJob` (`job.py`): the commit identity and "already landed" are the base's; it
+overrides the three steps, `abort`, and `run` (which commits group by group). The table's
+options are checked once (`check_compactable`) and handed to the planner and the executor.
 
 Every snapshot of one job carries the job's `commit_user` and `commit_identifier`. Compaction is
 naturally idempotent: a re-run plans from the latest snapshot, so buckets an earlier run already
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,8 +32,7 @@ from lakeformat.errors import (
     CommitFailedError,
     CommitStateUnknownError,
 )
-from lakeformat.meta.snapshot import Snapshot
-from lakeformat.operation.commit import FileStoreCommit
+from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.operation.compact import (
     CompactOutcome,
     CompactTask,
@@ -39,18 +44,21 @@ from lakeformat.operation.compact import (
     plan_compaction,
     remove_outputs,
 )
+from lakeformat.operation.job import DataJob
 from lakeformat.operation.runner import Runner
 from lakeformat.operation.scan import PartitionPredicate
-from lakeformat.operation.write_job import check_commit_identity
-from lakeformat.results import CompactResult, CompactStats
+from lakeformat.options import CoreOptions, parse_bool
+from lakeformat.results import CommitResult, CompactResult, CompactStats
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
 
 ProgressFn = Callable[[str], Any]
 
 
-class CompactJob:
+class CompactJob(DataJob[list[CompactTask], CompactOutcome, CompactResult]):
     """One compaction of a table's latest snapshot (see the module docstring)."""
+
+    operation = "compaction"
 
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
                  table_name: str | None = None, *, full: bool = True,
@@ -59,11 +67,8 @@ class CompactJob:
                  workers: int | None = None, partitions_per_commit: int = 16,
                  progress: ProgressFn | None = None, commit_user: str | None = None,
                  commit_identifier: int | None = None, runner: Runner | None = None):
-        check_commit_identity(commit_user, commit_identifier)
-        self.file_io = file_io
-        self.table_path = table_path
-        self.schema = schema
-        self.table_name = table_name or table_path
+        super().__init__(file_io, table_path, schema, table_name, commit_user=commit_user,
+                         commit_identifier=commit_identifier, runner=runner)
         self.full = full
         self.partition_filter = partition_filter
         self.partition_idle_before = partition_idle_before
@@ -72,32 +77,24 @@ class CompactJob:
         self.workers = workers
         self.partitions_per_commit = max(1, partitions_per_commit)
         self.say = progress or (lambda _msg: None)
-        self.runner = runner
-        self.committer = FileStoreCommit(file_io, table_path, schema, commit_user,
-                                         commit_identifier)
-        self.commit_identifier = commit_identifier
+        self.open_committer()
         self.groups: list[list[CompactTask]] = []
         self.earlier: list[int] = []
+        #: partition name -> why its compaction could not commit
+        self.failed: dict[str, str] = {}
+        self.outcomes: list[CompactOutcome] = []
         self._executor: CompactTaskExecutor | None = None
-
-    @property
-    def commit_user(self) -> str:
-        return self.committer.commit_user
 
     # -- plan ----------------------------------------------------------------------------------
     def plan(self) -> list[list[CompactTask]]:
         """The tasks of the latest snapshot, one list per commit group."""
-        if self.commit_identifier is not None:
-            self.earlier = [s.id for s in self.committer.snapshots.find_commit(
-                self.commit_user, self.commit_identifier) if s.commit_kind == "COMPACT"]
+        self.earlier = [s.id for s in self.landed_commits() if s.commit_kind == "COMPACT"]
         latest = self.committer.snapshots.latest_snapshot()
         tasks = plan_compaction(self.file_io, self.table_path, self.schema, latest, self.full,
                                 self.memory_budget, self.partition_filter,
-                                self.partition_idle_before)
+                                self.partition_idle_before, workers=self.workers,
+                                options=self.options)
         self.workers = self.workers or default_workers(tasks)
-        if tasks:  # the job's budget is shared by the tasks running at once
-            per_task = max(64 << 10, self.memory_budget // max(1, min(self.workers, len(tasks))))
-            tasks = [dataclasses.replace(t, memory_budget=per_task) for t in tasks]
         by_partition: dict[bytes, list[CompactTask]] = {}
         for t in tasks:
             by_partition.setdefault(t.partition, []).append(t)
@@ -114,21 +111,33 @@ class CompactJob:
     @property
     def executor(self) -> CompactTaskExecutor:
         if self._executor is None:
-            self._executor = CompactTaskExecutor(self.file_io, self.table_path, self.schema)
+            self._executor = CompactTaskExecutor(self.file_io, self.table_path, self.schema,
+                                                 self.options)
         return self._executor
 
-    def execute(self, tasks: Sequence[CompactTask], runner: Runner | None = None
+    def execute(self, units: Sequence[CompactTask] | None = None, runner: Runner | None = None
                 ) -> list[CompactOutcome]:
-        """Compact the tasks' buckets (files written, nothing committed)."""
-        return execute_tasks(self.executor, tasks, self.workers, runner or self.runner)
+        """Compact the tasks' buckets (default: every planned group's; files written, nothing
+        committed). When one task fails, the files of every task are removed."""
+        tasks = [t for g in self.groups for t in g] if units is None else units
+        self.outcomes = execute_tasks(self.executor, tasks, self.workers, runner or self.runner)
+        return self.outcomes
+
+    def abort(self) -> None:
+        """Remove the files of the executed tasks not committed yet."""
+        remove_outputs(self.executor, self.outcomes)
+        self.outcomes = []
 
     # -- commit --------------------------------------------------------------------------------
-    def commit(self, outcomes: list[CompactOutcome], failed: dict[str, str]
-               ) -> tuple[list[CompactOutcome], list[int]]:
-        """Commit outcomes as one COMPACT snapshot; on a conflict retry each partition alone.
-        Returns the committed outcomes and snapshot ids; what cannot commit is removed and its
-        partition recorded in `failed`."""
-        outcomes = [o for o in outcomes if not o.message.is_empty]
+    def commit(self, messages: Sequence[CompactOutcome] | None = None,
+               failed: dict[str, str] | None = None) -> tuple[list[CompactOutcome], list[int]]:
+        """Commit outcomes (default: those `execute` returned last) as one COMPACT snapshot;
+        on a conflict retry each partition alone. Returns the committed outcomes and snapshot
+        ids; what cannot commit is removed and its partition recorded in `failed` (default:
+        the job's `failed`)."""
+        failed = self.failed if failed is None else failed
+        outcomes = [o for o in (self.outcomes if messages is None else messages)
+                    if not o.message.is_empty]
         if not outcomes:
             return [], []
         since = self.committer.snapshots.latest_snapshot_id()
@@ -155,7 +164,7 @@ class CompactJob:
                 return done, ids
             reason = str(e)
         except CommitFailedError as e:
-            landed = self._landed(since, e)
+            landed = self.landed_after(since, "COMPACT", e)
             if landed is not None:
                 return outcomes, [landed.id]
             self.committer.raise_if_ambiguous(e, "compaction")
@@ -164,7 +173,7 @@ class CompactJob:
             raise  # the snapshot may reference the outputs: delete nothing
         except BaseException as e:
             try:
-                landed = self._landed(since, e)
+                landed = self.landed_after(since, "COMPACT", e)
             except CommitStateUnknownError:
                 raise e from None  # cannot tell: keep the outputs (orphan cleanup may remove)
             if landed is None:
@@ -175,25 +184,14 @@ class CompactJob:
             reason
         return [], []
 
-    def _landed(self, since: int | None, error: BaseException) -> Snapshot | None:
-        """The COMPACT snapshot this job published after `since` although the commit looked
-        failed, or None; CommitStateUnknownError when the snapshots cannot be read."""
-        try:
-            latest = self.committer.snapshots.latest_snapshot()
-            return self.committer.find_landed(since, latest, "COMPACT")
-        except Exception as unreadable:
-            raise CommitStateUnknownError(
-                f"compaction commit of {self.table_path} stopped ({error}) and whether it "
-                f"landed cannot be read ({unreadable}); its files were kept",
-                path=self.table_path, commit_user=self.commit_user) from unreadable
-
     # -- the whole job -------------------------------------------------------------------------
     def run(self) -> CompactResult:
+        """plan, then execute and commit each group in turn."""
         start = time.monotonic()
         groups = self.plan()
         keys = self.schema.partition_keys
         committed: list[CompactOutcome] = []
-        failed: dict[str, str] = {}
+        failed = self.failed
         snapshot_ids: list[int] = []
         for n, group in enumerate(groups, 1):
             ok, ids = self.commit(self.execute(group), failed)
@@ -219,3 +217,30 @@ class CompactJob:
                              round(time.monotonic() - start, 3), self.commit_user,
                              self.commit_identifier, self.earlier)
 
+
+def compact_after_write(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
+                        result: CommitResult, partitions: set[bytes] | None,
+                        stacklevel: int = 2) -> CommitResult:
+    """A lookup table's writer compacts its level-0 files before it returns, as Java's does
+    (`changelog-producer.lookup-wait`, default true; never with `write-only`): a
+    deletion-vector table shows written rows once compacted, and the lookup changelog comes
+    with each write. `partitions`: those written (None: every partition). The compaction's
+    snapshots are reported with the write's; one that cannot commit leaves the write landed
+    (with a warning) and is left to the next compaction. Any other table: `result` as is."""
+    opts = CoreOptions(schema.options)
+    if (result.snapshot_id is None or not schema.primary_keys or not opts.lookup_merge
+            or not parse_bool(opts.raw, "changelog-producer.lookup-wait", True)
+            or parse_bool(opts.raw, "write-only", False)):
+        return result
+    pred = None
+    if partitions is not None:
+        types = [f.type for f in schema.partition_fields()]
+        wanted = {tuple(from_avro_bytes(p, types)) for p in partitions}
+        keys = schema.partition_keys
+        pred = lambda values: tuple(values[k] for k in keys) in wanted  # noqa: E731
+    compacted = CompactJob(file_io, table_path, schema, table_name, full=False,
+                           partition_filter=pred).run()
+    if compacted.failed:
+        warnings.warn(f"{table_name}: the write landed (snapshot {result.snapshot_id}) but "
+                      f"its compaction did not: {compacted.failed}", stacklevel=stacklevel + 1)
+    return dataclasses.replace(result, compaction_snapshot_ids=list(compacted.snapshot_ids))

@@ -43,6 +43,7 @@ from lakeformat.meta.data_file_meta import FileKind
 from lakeformat.meta.partition import partition_path
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.operation.commit import NOT_WATCHED, AlreadyCommitted
+from lakeformat.operation.compact_job import compact_after_write
 from lakeformat.operation.predicate import Filter, check_filter, dnf_terms, to_expression
 from lakeformat.operation.read import TableRead
 from lakeformat.operation.runner import Runner
@@ -98,7 +99,7 @@ class DeleteWhere:
         rows, kinds = delete_rows(self.schema, keys)
         return WriteJob(self.file_io, self.table_path, self.schema, rows, kinds, False,
                         self.commit_user, self.commit_identifier, runner=self.runner,
-                        table_name=self.table_name, operation=OPERATION)
+                        table_name=self.table_name, operation=OPERATION, compact_lookup=False)
 
     def _key_columns(self) -> list[str]:
         """What a -D record carries from the row: the primary key, NOT NULL columns, and the
@@ -111,6 +112,11 @@ class DeleteWhere:
             f.name in self.schema.primary_keys or not f.type.nullable or f.name in sequence)]
 
     def run(self) -> CommitResult:
+        """The delete, then (a lookup table) the compaction of every partition."""
+        return compact_after_write(self.file_io, self.table_path, self.schema, self.table_name,
+                                   self._delete(), None, stacklevel=3)
+
+    def _delete(self) -> CommitResult:
         self._start = time.monotonic()
         check_filter(self.where, self.schema.fields, self.table_name)
         if self.where is None or (not isinstance(self.where, pc.Expression) and (

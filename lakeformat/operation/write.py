@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -125,6 +127,17 @@ class WriteUnit:
                             own.source, own.max_sequence_number))
 
 
+def check_bucket_count(table_path: str, schema: TableSchema, partition_values: Sequence[Any],
+                       live_total: int | None, num_buckets: int) -> None:
+    """Refuse a write into a partition whose live files were written with another number of
+    buckets than the table option's (`live_total`: theirs, None for a new partition)."""
+    if live_total is not None and live_total != num_buckets:
+        raise UnsupportedError(
+            f"{table_path}: partition {dict(zip(schema.partition_keys, partition_values))}"
+            f" has {live_total} buckets but the table option says {num_buckets}; "
+            "rescaling needs an overwrite of that partition")
+
+
 class TableWrite:
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
         self.file_io = file_io
@@ -189,12 +202,8 @@ class TableWrite:
             _, max_seq = state.get((partition, bucket), (None, -1))
             if self.unaware:
                 max_seq = -1
-            part_total = state.get((partition, None), (None, -1))[0]
-            if part_total is not None and part_total != num_buckets:
-                raise UnsupportedError(
-                    f"{self.table_path}: partition {dict(zip(self.schema.partition_keys, values))}"
-                    f" has {part_total} buckets but the table option says {num_buckets}; "
-                    "rescaling needs an overwrite of that partition")
+            check_bucket_count(self.table_path, self.schema, values,
+                               state.get((partition, None), (None, -1))[0], num_buckets)
             units.append(WriteUnit(partition, values, bucket, num_buckets, rows, max_seq,
                                    codes=None if single else codes, code=code, views=views))
         return units

@@ -28,7 +28,6 @@ import dataclasses
 import random
 import time
 from collections.abc import Sequence
-from numbers import Integral
 
 import numpy as np
 import pyarrow as pa
@@ -50,12 +49,13 @@ from lakeformat.operation.commit import (
     WRITE_KINDS,
     AlreadyCommitted,
     CommitMessage,
-    FileStoreCommit,
     SequenceBase,
     SequenceConflict,
     snapshot_identity,
 )
+from lakeformat.operation.compact_job import compact_after_write
 from lakeformat.operation.cross_partition import is_cross_partition
+from lakeformat.operation.job import DataJob, check_commit_identity
 from lakeformat.operation.merge_schema import evolve_for_write
 from lakeformat.operation.runner import (
     Runner,
@@ -75,22 +75,8 @@ from lakeformat.storage import FileIO, PendingFiles
 #: how far past a bucket's largest live sequence number a renumbered write starts (doubled
 #: with each renumbering of the same write)
 RENUMBER_GAP = 1 << 20
-_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
-
-def check_commit_identity(commit_user: str | None, commit_identifier: int | None) -> None:
-    """A commit identifier only means something with the user it belongs to."""
-    if commit_user is not None and (not isinstance(commit_user, str) or not commit_user):
-        raise InvalidArgumentError(f"commit_user must be a non-empty string, got {commit_user!r}")
-    if commit_identifier is None:
-        return
-    if (isinstance(commit_identifier, bool) or not isinstance(commit_identifier, Integral)
-            or not _LONG_MIN <= commit_identifier <= _LONG_MAX):
-        raise InvalidArgumentError(f"commit_identifier must be an integer (a Java long), got "
-                                   f"{commit_identifier!r}")
-    if commit_user is None:
-        raise InvalidArgumentError("commit_identifier needs a commit_user: the pair identifies "
-                                   "a commit (e.g. user 'dag.task', identifier the run's date)")
+__all__ = ["RENUMBER_GAP", "WriteJob", "check_commit_identity", "delete_rows", "write_table"]
 
 
 def delete_rows(schema: TableSchema, keys: pa.Table) -> tuple[pa.Table, np.ndarray]:
@@ -118,11 +104,16 @@ def delete_rows(schema: TableSchema, keys: pa.Table) -> tuple[pa.Table, np.ndarr
     return full, np.full(full.num_rows, DELETE, dtype=np.int8)
 
 
-class WriteJob:
+class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
     """One batch write as plan → execute → commit (see the module docstring).
 
     `merge_schema_options`: the write's options when it is a merge-schema write (the schema is
     evolved in `plan`, before any file is written); None for a plain write.
+
+    Of the `DataJob` base it overrides the three steps and `abort`. A job whose execute step
+    runs elsewhere (Spark) overrides the public hooks `renumber` (how the files of buckets
+    another writer landed records in meanwhile get numbers past them) and `count_written_rows`
+    (the rows the result reports).
     """
 
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, data: pa.Table,
@@ -130,25 +121,21 @@ class WriteJob:
                  commit_user: str | None = None, commit_identifier: int | None = None, *,
                  merge_schema_options: dict[str, str] | None = None,
                  runner: Runner | None = None, table_name: str | None = None,
-                 operation: str = "write"):
-        check_commit_identity(commit_user, commit_identifier)
-        self.file_io = file_io
-        self.table_path = table_path
-        self.table_name = table_name or table_path
-        self.schema = schema
+                 operation: str = "write", compact_lookup: bool = True):
+        super().__init__(file_io, table_path, schema, table_name, commit_user=commit_user,
+                         commit_identifier=commit_identifier, runner=runner)
         self.data = data
         self.kinds = kinds
         self.overwrite = overwrite
         self.merge_schema_options = merge_schema_options
-        self.runner = runner
         self.writer = TableWrite(file_io, table_path, schema)
         opts = self.writer.options  # commit options are checked before anything is written
         _ = (opts.commit_max_retries, opts.commit_min_retry_wait, opts.commit_max_retry_wait,
              opts.commit_timeout)
-        self.commit_identifier = commit_identifier
         self.operation = operation
-        self.committer = FileStoreCommit(file_io, table_path, schema, commit_user,
-                                         commit_identifier, self._properties())
+        #: a lookup table's level-0 files are compacted once the write landed (`commit`)
+        self.compact_lookup = compact_lookup
+        self.open_committer(properties=self._properties())
         self.units: list[WriteUnit] = []
         self.messages: list[CommitMessage] = []
         self.base: SequenceBase | None = None
@@ -157,10 +144,6 @@ class WriteJob:
         self.rewrites = 0
         self.index_entries: list[IndexManifestEntry] = []
         self._start = time.monotonic()
-
-    @property
-    def commit_user(self) -> str:
-        return self.committer.commit_user
 
     # -- plan ----------------------------------------------------------------------------------
     def plan(self) -> list[WriteUnit]:
@@ -172,7 +155,7 @@ class WriteJob:
         if self.merge_schema_options is not None:
             schema, self.data = evolve_for_write(SchemaManager(self.file_io, self.table_path),
                                                  self.data, self.merge_schema_options)
-            self._use_schema(schema)
+            self.use_schema(schema)
         latest = self.committer.snapshots.latest_snapshot()
         self.base_id = latest.id if latest else None
         self.units = self.writer.plan(self.data, self.kinds, latest, self.overwrite,
@@ -187,12 +170,11 @@ class WriteJob:
         """A commit with an identifier records which call made it (write or delete)."""
         return None if self.commit_identifier is None else {OPERATION_PROPERTY: self.operation}
 
-    def _use_schema(self, schema: TableSchema) -> None:
-        self.schema = schema
+    def use_schema(self, schema: TableSchema) -> None:
+        """Write and commit with `schema` from now on (a merge-schema write evolved the
+        table in its plan step)."""
         self.writer = TableWrite(self.file_io, self.table_path, schema)
-        self.committer = FileStoreCommit(self.file_io, self.table_path, schema,
-                                         self.committer.commit_user, self.commit_identifier,
-                                         self._properties())
+        self.open_committer(schema, self._properties())
 
     def find_landed(self) -> Snapshot | None:
         """The snapshot this job's (user, identifier) already committed, if any, found without
@@ -204,10 +186,7 @@ class WriteJob:
         """Whether a commit of this call (write, or delete) with this (user, identifier)
         landed after `since`. A pair used only by another kind of call (a compaction, a delete
         for a write) is refused: its rows would otherwise be silently skipped."""
-        if self.commit_identifier is None:
-            return False
-        found = self.committer.snapshots.find_commit(self.commit_user, self.commit_identifier,
-                                                     since)
+        found = self.landed_commits(since)
         mine = [s for s in found if s.commit_kind in WRITE_KINDS and (s.properties or {}).get(
             OPERATION_PROPERTY, self.operation) == self.operation]
         if mine:
@@ -222,11 +201,14 @@ class WriteJob:
         return False
 
     # -- execute -------------------------------------------------------------------------------
-    def execute(self, runner: Runner | None = None) -> list[CommitMessage]:
-        """Write the units' files through `runner` (the job's, else a thread pool); units
-        renumbered at commit run through the same runner."""
+    def execute(self, units: Sequence[WriteUnit] | None = None, runner: Runner | None = None
+                ) -> list[CommitMessage]:
+        """Write the units' files (default: the planned ones) through `runner` (the job's,
+        else a thread pool); units renumbered at commit run through the same runner."""
         if runner is not None:
             self.runner = runner
+        if units is not None:
+            self.units = list(units)
         self.messages = self._execute(self.units)
         try:
             self.index_entries = self.writer.write_index()  # dynamic bucket: HASH files
@@ -261,10 +243,21 @@ class WriteJob:
         return done
 
     # -- commit --------------------------------------------------------------------------------
-    def commit(self) -> CommitResult:
-        """Commit the executed units; renumber and rewrite buckets others wrote to meanwhile,
-        after a randomized back-off (`commit.min-retry-wait` doubling up to
-        `commit.max-retry-wait`, as Paimon's commit retries) so contenders fall out of step."""
+    def commit(self, messages: Sequence[CommitMessage] | None = None) -> CommitResult:
+        """Commit the executed units (`messages`: default those `execute` returned); renumber
+        and rewrite buckets others wrote to meanwhile, after a randomized back-off
+        (`commit.min-retry-wait` doubling up to `commit.max-retry-wait`, as Paimon's commit
+        retries) so contenders fall out of step. A lookup table's written partitions are then
+        compacted (`compact_after_write`), as Java's lookup writer does before it returns."""
+        if messages is not None:
+            self.messages = list(messages)
+        result = self._commit_messages()
+        if not self.compact_lookup:
+            return result
+        return compact_after_write(self.file_io, self.table_path, self.schema, self.table_name,
+                                   result, {m.partition for m in self.messages}, stacklevel=4)
+
+    def _commit_messages(self) -> CommitResult:
         if self.landed is not None:
             return self._landed_result(self.landed)
         opts = self.writer.options
@@ -288,7 +281,7 @@ class WriteJob:
                             "buckets") from conflict
                     time.sleep(wait * (0.5 + random.random()))
                     wait = min(wait * 2, opts.commit_max_retry_wait)
-                    self._renumber(self._fresh(conflict))
+                    self.renumber(self._fresh(conflict))
         except CommitStateUnknownError:
             raise  # the snapshot may reference our files: keep them
         except BaseException as error:
@@ -318,11 +311,6 @@ class WriteJob:
         self.landed = snap
         return self._result(snap, self.committer.delta_entries(snap), already=True)
 
-    def run(self) -> CommitResult:
-        self.plan()
-        self.execute()
-        return self.commit()
-
     def abort(self) -> None:
         """Delete the files this job wrote (it will not be committed)."""
         self.writer.remove_files(self.messages, self.units)
@@ -335,12 +323,18 @@ class WriteJob:
         added = [e for e in entries if e.kind == FileKind.ADD]
         return CommitResult(
             table=self.table_name, snapshot_id=snap.id if snap else None,
-            commit_kind=snap.commit_kind if snap else None, rows_written=self.data.num_rows,
+            commit_kind=snap.commit_kind if snap else None,
+            rows_written=self.data.num_rows if already else self.count_written_rows(),
             files_added=len(added), files_deleted=len(entries) - len(added),
             bytes_added=sum(e.file.file_size for e in added),
             duration_s=round(time.monotonic() - self._start, 3), rewrites=self.rewrites,
             commit_user=self.commit_user, commit_identifier=self.commit_identifier,
             already_committed=already)
+
+    def count_written_rows(self) -> int:
+        """The rows this job wrote, as its result reports them (hook: a job whose rows never
+        reach the driver counts them from its tasks)."""
+        return self.data.num_rows
 
     def _commit_once(self) -> Snapshot | None:
         watch = NOT_WATCHED if self.commit_identifier is None else self.base_id
@@ -369,8 +363,8 @@ class WriteJob:
                 buckets[key] = now
         return SequenceConflict(self.table_path, buckets, latest)
 
-    def _renumber(self, conflict: SequenceConflict) -> None:
-        """Execute the units of the conflicting buckets again, numbered a gap past the largest
+    def renumber(self, conflict: SequenceConflict) -> None:
+        """Hook: execute the units of the conflicting buckets again, numbered a gap past the largest
         sequence number now live there; the files written first for them are deleted once the
         new ones exist. The gap lets writers that prepared before this renumbering (their
         numbers stay below ours) commit first without forcing yet another one; it doubles with

@@ -11,19 +11,22 @@ succeeded are deleted and the error raised, so no snapshot and no referenced fil
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakeformat.operation.compact import CompactTask
 from lakeformat.operation.predicate import Filter
 from lakeformat.results import CompactResult
 from lakeformat.spark.runner import SparkRunner
 
+if TYPE_CHECKING:
+    from lakeformat import Table
+
 
 def _task_bytes(task: CompactTask) -> float:
     return float(sum(f.file_size for f in task.files))
 
 
-def compact(spark: Any, table: Any, full: bool = True,
+def compact(spark: Any, table: Table, full: bool = True,
             partitions: Sequence[dict[str, Any]] | None = None, where: Filter = None,
             partition_idle_time: Any = None, memory_budget: int | str | None = None,
             partitions_per_commit: int = 16, progress: Callable[[str], Any] | None = None, *,

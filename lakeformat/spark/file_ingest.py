@@ -12,7 +12,7 @@ evolve the table before any task writes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -23,6 +23,9 @@ from lakeformat.schema.types import arrow_schema
 from lakeformat.spark.failures import reraise
 from lakeformat.spark.write_job import write
 from lakeformat.storage import FileIO
+
+if TYPE_CHECKING:
+    from lakeformat import Table
 
 
 class _ReadFiles:
@@ -67,7 +70,7 @@ def _spark_types(schema: pa.Schema) -> tuple[Any, pa.Schema]:
     return spark_schema, to_arrow_schema(spark_schema, timezone="UTC")
 
 
-def _file_columns(paths: Sequence[str], io_: FileIO, format: str | None, table: Any
+def _file_columns(paths: Sequence[str], io_: FileIO, format: str | None, table: Table
                   ) -> pa.Schema:
     """The table's columns plus every column a file adds (merge-schema ingest)."""
     known = arrow_schema(table.table_schema.fields, with_id=False)
@@ -82,7 +85,7 @@ def _file_columns(paths: Sequence[str], io_: FileIO, format: str | None, table: 
     return pa.schema([*known, *extra])
 
 
-def ingest(spark: Any, table: Any, source: str | Sequence[str], format: str | None = None,
+def ingest(spark: Any, table: Table, source: str | Sequence[str], format: str | None = None,
            overwrite: bool = False, merge_schema: bool = False, *,
            commit_user: str | None = None, commit_identifier: int | None = None,
            memory_budget: int | None = None) -> CommitResult:

@@ -7,9 +7,12 @@ writer; Spark hands a Python data source its option keys lower-cased.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakeformat.errors import InvalidArgumentError, InvalidOptionError
+
+if TYPE_CHECKING:
+    from lakeformat import Table
 
 __all__ = ["open_table", "split_options", "catalog_options", "resolve_snapshot", "check_direction",
            "READ_OPTIONS", "WRITE_OPTIONS", "DATA_SOURCE_OPTIONS"]
@@ -78,7 +81,7 @@ def catalog_options(options: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     return ds.get("warehouse", "").strip(), catalog
 
 
-def resolve_snapshot(table: Any, ds: Mapping[str, str]) -> tuple[Any, Any]:
+def resolve_snapshot(table: Table, ds: Mapping[str, str]) -> tuple[Any, Any]:
     """(snapshot or None, its table schema) a read with options `ds` sees: the latest, or the
     one of `snapshot-id` / `tag` with that snapshot's own schema (time travel)."""
     raw_id, tag = ds.get("snapshot-id"), ds.get("tag")

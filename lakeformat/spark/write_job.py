@@ -22,7 +22,7 @@ import dataclasses
 import pickle
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -39,7 +39,6 @@ from lakeformat.operation.merge_schema import evolve_for_write, wants_merge_sche
 from lakeformat.operation.runner import Runner, UnitFailure, captured, default_runner
 from lakeformat.operation.write import TableWrite, WriteUnit
 from lakeformat.operation.write_job import RENUMBER_GAP, WriteJob
-from lakeformat.options import CoreOptions
 from lakeformat.results import CommitResult
 from lakeformat.schema.merging import MergeSchemaOptions
 from lakeformat.schema.schema_manager import SchemaManager
@@ -56,6 +55,9 @@ from lakeformat.spark.write_tasks import (
     write_batches,
 )
 from lakeformat.storage import FileIO
+
+if TYPE_CHECKING:
+    from lakeformat import Table
 
 PARTITION_COL = "__lakeformat_partition"
 BUCKET_COL = "__lakeformat_bucket"
@@ -93,20 +95,13 @@ class SparkWriteJob(WriteJob):
                 f"{self.table_path}: dynamic-bucket (bucket=-1) primary-key tables are not "
                 "written through Spark yet (their bucket assignment is one sequential pass "
                 "over the partition's index); write with the library (engine='local')")
-        opts = CoreOptions(self.schema.options)
-        if self.schema.primary_keys and opts.lookup_merge:
-            raise UnsupportedError(
-                f"{self.table_path}: lookup tables (deletion-vectors.enabled, "
-                "changelog-producer=lookup, force-lookup) are not written through Spark yet "
-                "(their writer compacts level 0 by lookup before it returns); write with the "
-                "library (engine='local')")
         if self._already_landed(None):
             return []
         if self.merge_schema_options is not None:
             schema, _ = evolve_for_write(SchemaManager(self.file_io, self.table_path),
                                          from_spark(self.data, self.schema),
                                          self.merge_schema_options)
-            self._use_schema(schema)
+            self.use_schema(schema)
         else:
             conform(from_spark(self.data, self.schema), self.schema)  # fails before any task
         latest = self.committer.snapshots.latest_snapshot()
@@ -164,9 +159,10 @@ class SparkWriteJob(WriteJob):
         return self.messages
 
     # -- commit --------------------------------------------------------------------------------
-    def _renumber(self, conflict: SequenceConflict) -> None:
-        """Move the conflicting buckets' records a gap past the numbers now live there by
-        rewriting their files (on the job's runner); the old files are deleted after."""
+    def renumber(self, conflict: SequenceConflict) -> None:
+        """Hook of `WriteJob`: move the conflicting buckets' records a gap past the numbers
+        now live there by rewriting their files (on the job's runner); the old files are
+        deleted after."""
         assert self.base is not None
         gap = RENUMBER_GAP << min(self.rewrites, 24)
         redo = {k: v + gap for k, v in conflict.buckets.items()}
@@ -191,10 +187,9 @@ class SparkWriteJob(WriteJob):
                                  {**self.base.max_sequence, **redo})
         self.rewrites += 1
 
-    def _result(self, snap: Any, entries: Any, already: bool = False) -> CommitResult:
-        result = super()._result(snap, entries, already)
-        return dataclasses.replace(result, rows_written=self.rows_written if not already
-                                   else result.rows_written)
+    def count_written_rows(self) -> int:
+        """Hook of `WriteJob`: the rows the tasks wrote (none reach the driver)."""
+        return self.rows_written
 
 
 class _Router:
@@ -264,7 +259,7 @@ def incoming_schema(df: Any) -> pa.Schema:
     return to_arrow_schema(df.schema, timezone="UTC")
 
 
-def write(df: Any, table: Any, overwrite: bool = False, merge_schema: bool | None = None,
+def write(df: Any, table: Table, overwrite: bool = False, merge_schema: bool | None = None,
           options: dict[str, str] | None = None, *, commit_user: str | None = None,
           commit_identifier: int | None = None, memory_budget: int | None = None
           ) -> CommitResult:

@@ -21,12 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeformat.data.kv_file import KeyValueFileWriter
-from lakeformat.errors import UnsupportedError
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.operation.commit import CommitMessage
 from lakeformat.operation.conform import conform_merged
 from lakeformat.operation.data_file_read import read_data_file
-from lakeformat.operation.write import TableWrite, WriteUnit
+from lakeformat.operation.write import TableWrite, WriteUnit, check_bucket_count
 from lakeformat.schema.merging import MergeSchemaOptions
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, TableSchema
@@ -122,13 +121,8 @@ class BucketWriter:
             # held until flushed: each unit's own rows, gathered once (not the whole batch)
             unit = unit.detached()
             key = (unit.partition, unit.bucket)
-            total = self.plan.totals.get(unit.partition)
-            if total is not None and total != unit.total_buckets:
-                raise UnsupportedError(
-                    f"{self.plan.table_path}: partition "
-                    f"{dict(zip(self.plan.schema.partition_keys, unit.partition_values))} has "
-                    f"{total} buckets but the table option says {unit.total_buckets}; "
-                    "rescaling needs an overwrite of that partition")
+            check_bucket_count(self.plan.table_path, self.plan.schema, unit.partition_values,
+                               self.plan.totals.get(unit.partition), unit.total_buckets)
             self.pending.setdefault(key, []).append(unit)
             self.pending_bytes += unit.rows.nbytes
         if self.pending_bytes > self.plan.memory_budget:

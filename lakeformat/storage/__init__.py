@@ -2,6 +2,8 @@
 
 Import from here (``from lakeformat.storage import FileIO, get_file_io``). botocore itself is
 only imported when an S3FileIO first talks to a store, so local-only use does not need it.
+Importing the implementations here registers their URI schemes with `get_file_io`; a new
+storage registers its own with `register_file_io` (see `fileio.py`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from lakeformat.storage.fileio import (
     StorageError,
     Versioned,
     get_file_io,
+    register_file_io,
+    registered_schemes,
     split_scheme,
 )
 from lakeformat.storage.local import LocalFileIO
@@ -29,6 +33,8 @@ __all__ = [
     "StorageError",
     "Versioned",
     "get_file_io",
+    "register_file_io",
+    "registered_schemes",
     "split_scheme",
     "LOCAL_SCHEMES",
     "S3_SCHEMES",

@@ -3,6 +3,10 @@
 Table code never touches ``os`` or boto3 directly: it holds a :class:`FileIO` chosen by
 :func:`get_file_io` from the warehouse URI, so the same commit, scan and expiry code runs on
 local disks (tests, single machines) and on S3-compatible object stores.
+
+The implementations are found through a registry of URI schemes: each one registers its
+schemes with :func:`register_file_io` when its module is imported (``lakeformat.storage``
+imports the local and the S3 one), so this module knows no implementation and imports none.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ __all__ = [
     "Versioned",
     "StorageError",
     "get_file_io",
+    "register_file_io",
+    "registered_schemes",
     "split_scheme",
     "check_uri",
     "LOCAL_SCHEMES",
@@ -35,6 +41,9 @@ LOCAL_SCHEMES: frozenset[str] = frozenset({"", "file"})
 #: Schemes served by :class:`~lakeformat.storage.s3.S3FileIO` (Hadoop's aliases included,
 #: because Paimon tables written from Spark/Flink often carry s3a:// paths).
 S3_SCHEMES: frozenset[str] = frozenset({"s3", "s3a", "s3n"})
+
+#: the registry: scheme -> factory of a FileIO from the catalog options, in registration order
+_FACTORIES: dict[str, Callable[[dict[str, str] | None], FileIO]] = {}
 
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 
@@ -273,19 +282,28 @@ class FileIO(ABC):
             source.close()
 
 
+def register_file_io(schemes: tuple[str, ...] | list[str],
+                     factory: Callable[[dict[str, str] | None], FileIO]) -> None:
+    """Serve ``schemes`` (lower-case; "" for a plain path) with ``factory(options)``. An
+    implementation registers itself when its module is imported; a later registration of a
+    scheme replaces the earlier one."""
+    for scheme in schemes:
+        _FACTORIES[scheme.lower()] = factory
+
+
+def registered_schemes() -> list[str]:
+    """The schemes :func:`get_file_io` serves, in registration order ("" = plain paths)."""
+    return list(_FACTORIES)
+
+
 def get_file_io(uri: str, options: dict[str, str] | None = None) -> FileIO:
-    """Pick the FileIO for ``uri``'s scheme; unknown schemes and malformed URIs fail loudly
-    rather than guess."""
+    """Pick the FileIO registered for ``uri``'s scheme; unknown schemes and malformed URIs
+    fail loudly rather than guess."""
     scheme, _ = split_scheme(check_uri(uri))
-    if scheme in LOCAL_SCHEMES:
-        from lakeformat.storage.local import LocalFileIO
-
-        return LocalFileIO()
-    if scheme in S3_SCHEMES:
-        from lakeformat.storage.s3 import S3FileIO
-
-        return S3FileIO(options)
+    factory = _FACTORIES.get(scheme)
+    if factory is not None:
+        return factory(options)
+    supported = ", ".join("plain paths" if s == "" else f"{s}://" for s in _FACTORIES)
     raise UnsupportedError(
-        f"unsupported storage scheme {scheme!r} in {uri!r}: "
-        f"supported are plain paths, file://, s3://, s3a://, s3n://"
+        f"unsupported storage scheme {scheme!r} in {uri!r}: supported are {supported}"
     )

@@ -21,7 +21,14 @@ from typing import Any
 import pyarrow as pa
 
 from lakeformat.errors import UnsupportedError
-from lakeformat.storage.fileio import FileIO, FileStatus, PendingFiles, Versioned, split_scheme
+from lakeformat.storage.fileio import (
+    FileIO,
+    FileStatus,
+    PendingFiles,
+    Versioned,
+    register_file_io,
+    split_scheme,
+)
 
 __all__ = ["LocalFileIO", "local_path"]
 
@@ -327,6 +334,10 @@ class LocalFileIO(FileIO):
     def mkdirs(self, dir_path: str) -> None:
         """``mkdir -p``."""
         os.makedirs(local_path(dir_path), exist_ok=True)
+
+
+# plain paths and file:// URIs (the options carry nothing a local disk needs)
+register_file_io(("", "file"), lambda options: LocalFileIO())
 
 
 def _datasync(fd: int) -> None:

@@ -27,6 +27,7 @@ from lakeformat.storage.fileio import (
     FileStatus,
     StorageError,
     Versioned,
+    register_file_io,
     split_scheme,
 )
 from lakeformat.storage.s3_common import (
@@ -457,3 +458,7 @@ class S3FileIO(FileIO):
     def mkdirs(self, dir_path: str) -> None:
         """No-op: object stores have no directories, and marker objects would only confuse
         other readers' listings."""
+
+
+# s3:// and Hadoop's aliases (Paimon tables written from Spark/Flink often carry s3a:// paths)
+register_file_io(("s3", "s3a", "s3n"), S3FileIO)

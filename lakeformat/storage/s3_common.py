@@ -1,8 +1,7 @@
 """What the S3 modules share: key arithmetic, reading botocore's errors, and the options.
 
-No botocore import at module level: the options are checked when a catalog is made, long before (and even
-without) any request. Nothing from ``fileio`` either, so these helpers stay outside the
-factory's deferred import cycle (fileio -> s3 -> fileio).
+No botocore import at module level: the options are checked when a catalog is made, long
+before (and even without) any request.
 """
 
 from __future__ import annotations

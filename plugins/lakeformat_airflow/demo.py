@@ -35,7 +35,10 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lakeformat import Table
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = "shop.orders_wide"
@@ -171,7 +174,7 @@ def _land(s3: Any, bucket: str, day: dt.datetime, n: int) -> None:
                   Body="\n".join(json.dumps(p) for p in payments).encode())
 
 
-def describe(table: Any, title: str) -> None:
+def describe(table: Table, title: str) -> None:
     """Snapshots, files and sorted runs per bucket, schema files."""
     table = table.refresh()
     print(f"\n== {table.name}: {title}")

@@ -358,6 +358,14 @@ def test_watch_follows_a_rollback(table):
     assert sid == 2 and watch.check(table)["snapshot_id"] == 2
 
 
+def test_the_sensor_checks_the_commit_kinds_the_watch_knows():
+    """The sensor spells the kinds out (a DAG file's parse loads no pyarrow): the same list."""
+    import lakeformat as lf
+    from lakeformat_airflow.triggers.snapshot import COMMIT_KINDS
+
+    assert COMMIT_KINDS == lf.SnapshotWatch.COMMIT_KINDS
+
+
 # -- templated arguments, Airflow's default_deferrable --------------------------------------------
 def test_templated_commit_kind_is_checked_once_rendered(table, dags):
     """`commit_kind="{{ params.kind }}"`: rendered in any case it selects that kind; a kind

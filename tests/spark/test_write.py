@@ -379,3 +379,23 @@ def test_dynamic_bucket_write_through_spark_is_refused(spark: Any,
     assert t.snapshots() == []
     t.write(pa.table({"id": [1], "v": ["a"]}))  # the library writes it
     assert t.read().to_pylist() == [{"id": 1, "v": "a"}]
+
+
+@pytest.mark.parametrize("options", [{"deletion-vectors.enabled": "true"},
+                                     {"changelog-producer": "lookup"}],
+                         ids=["deletion-vectors", "lookup-changelog"])
+def test_lookup_tables_through_spark_are_compacted_after_the_write(
+        spark: Any, local_catalog: lf.Catalog, options: dict[str, str]) -> None:
+    """The write job compacts a lookup table's level 0 after its commit, as the library's
+    write does: rows written through Spark are read back, with the compaction's snapshot."""
+    t = local_catalog.create_table("db.lookup", pa.schema([pa.field("id", pa.int64(), False),
+                                                           ("v", pa.string())]),
+                                   primary_keys=["id"], options={"bucket": "2", **options})
+    first = lfs.write(spark.createDataFrame([(1, "a"), (2, "b")], "id long, v string"), t)
+    second = lfs.write(spark.createDataFrame([(2, "c"), (3, "d")], "id long, v string"), t)
+    kinds = {s.id: s.commit_kind for s in t.snapshots()}
+    for result in (first, second):
+        assert result.compaction_snapshot_ids == [result.snapshot_id + 1]  # Java's lookup-wait
+        assert kinds[result.compaction_snapshot_ids[0]] == "COMPACT"
+    assert sorted(t.read().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "v": "a"}, {"id": 2, "v": "c"}, {"id": 3, "v": "d"}]

@@ -46,10 +46,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 FORBIDDEN = {"airflow": None, "pyspark": "lakeformat.spark"}
 
 #: cycles closed only by imports inside functions, known and accepted (each a set of modules)
-KNOWN_DEFERRED_CYCLES = [
-    # the factory `get_file_io` picks an implementation, which subclasses the base beside it
-    {"lakeformat.storage.fileio", "lakeformat.storage.local", "lakeformat.storage.s3"},
-]
+KNOWN_DEFERRED_CYCLES: list[set[str]] = []
 
 
 def module_name(path: Path) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow.operators.base import (
@@ -31,6 +31,9 @@ from lakeformat_airflow.operators.base import (
     to_flag,
     to_text,
 )
+
+if TYPE_CHECKING:
+    from lakeformat import Table
 
 FORMATS = (None, "parquet", "csv", "json")
 MODES = ("append", "overwrite")
@@ -225,7 +228,7 @@ class LakeformatBackfillOperator(LakeformatBaseOperator):
         start = self.start or context["dag_run"].run_after.astimezone(dt.UTC).date()
         return day_range(start, self.end or start, self.max_days)
 
-    def run(self, table: Any, context: Any) -> BackfillResult:
+    def run(self, table: Table, context: Any) -> BackfillResult:
         base = stream_user(context["ti"].dag_id, self.source, self.commit_user)
         reingest = self.reingest
         user = f"{base}:reingest:{context['run_id']}" if reingest else base
@@ -251,7 +254,7 @@ class LakeformatBackfillOperator(LakeformatBaseOperator):
         self._ingest(table, result)
         return result
 
-    def _refuse_unknown(self, table: Any, snapshots: Sequence[Any], record: dict[int, Any],
+    def _refuse_unknown(self, table: Table, snapshots: Sequence[Any], record: dict[int, Any],
                         todo: list[DayOutcome]) -> None:
         """Fail closed where expired snapshots hide whether a day landed and a second ingest
         would add its rows again."""
@@ -271,7 +274,7 @@ class LakeformatBackfillOperator(LakeformatBaseOperator):
                   f"written.{known} Check the table for those days' rows, then re-run with "
                   "reingest and start/end covering only the days to ingest")
 
-    def _refuse_out_of_order(self, table: Any, record: dict[int, Any],
+    def _refuse_out_of_order(self, table: Table, record: dict[int, Any],
                              todo: list[DayOutcome]) -> None:
         """An earlier day may not land after a later one where commit order picks a key's
         winner; later days this run (re)ingests after it are fine."""
@@ -290,9 +293,9 @@ class LakeformatBackfillOperator(LakeformatBaseOperator):
               "reingest (the later days land again after it), or set the table's "
               "sequence.field so the data decides which row wins")
 
-    def _ingest(self, table: Any, result: BackfillResult) -> None:
+    def _ingest(self, table: Table, result: BackfillResult) -> None:
         import lakeformat as lf
-        from lakeformat.ingest import ingest_files
+        from lakeformat_airflow.operators.write import ingest_files
 
         for out in result.days:
             if out.status != "pending":
@@ -329,7 +332,7 @@ class LakeformatBackfillOperator(LakeformatBaseOperator):
             self.log.info("day %s: %s", out.day, landed)
 
 
-def _check_overwrite(table: Any) -> None:
+def _check_overwrite(table: Table) -> None:
     """Overwrite replaces whole partitions: refuse it where that loses rows."""
     if not table.partition_keys:
         _fail(f"{table.name} is not partitioned: an overwrite per day would keep only the last "

@@ -17,13 +17,16 @@ import datetime as dt
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator
 
 from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow import DEFAULT_CONN_ID
 from lakeformat_airflow.assets import connection_alias, table_asset
+
+if TYPE_CHECKING:
+    from lakeformat import Table
 
 ENGINES = ("local", "spark")
 DEFAULT_SPARK_CONN_ID = "spark_default"
@@ -342,7 +345,7 @@ class LakeformatBaseOperator(BaseOperator):
     def check_arguments(self) -> None:
         """Checks across arguments, on the ones already converted (not on templates)."""
 
-    def run(self, table: Any, context: Any) -> Any:  # pragma: no cover - abstract
+    def run(self, table: Table, context: Any) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
 

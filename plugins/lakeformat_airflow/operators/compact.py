@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow.operators.base import (
@@ -23,6 +23,9 @@ from lakeformat_airflow.operators.base import (
     to_structure,
     to_text,
 )
+
+if TYPE_CHECKING:
+    from lakeformat import Table
 
 
 def to_where(name: str, value: Any) -> Any:
@@ -83,7 +86,7 @@ class LakeformatCompactOperator(CommitIdentityMixin, EngineMixin, LakeformatBase
     def changed(self, result: Any) -> bool:
         return bool(result.snapshot_ids)
 
-    def run(self, table: Any, context: Any) -> Any:
+    def run(self, table: Table, context: Any) -> Any:
         user, identifier = self.commit_identity(context)
         kwargs = dict(full=self.full, partitions=self.partitions, where=self.where,
                       partition_idle_time=self.partition_idle_time,

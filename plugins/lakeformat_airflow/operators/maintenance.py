@@ -7,7 +7,7 @@ be a template (`retain_min="{{ params.keep }}"`), converted and checked once ren
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow.operators.base import (
@@ -16,6 +16,9 @@ from lakeformat_airflow.operators.base import (
     to_duration,
     to_flag,
 )
+
+if TYPE_CHECKING:
+    from lakeformat import Table
 
 
 class LakeformatExpireSnapshotsOperator(LakeformatBaseOperator):
@@ -40,7 +43,7 @@ class LakeformatExpireSnapshotsOperator(LakeformatBaseOperator):
         if isinstance(low, int) and isinstance(high, int) and high < low:
             raise InvalidArgumentError(f"retain_max ({high}) must be >= retain_min ({low})")
 
-    def run(self, table: Any, context: Any) -> Any:
+    def run(self, table: Table, context: Any) -> Any:
         return table.expire_snapshots(retain_min=self.retain_min, retain_max=self.retain_max,
                                       older_than=self.older_than,
                                       max_deletes=self.max_deletes, dry_run=self.dry_run)
@@ -70,7 +73,7 @@ class LakeformatCleanSchemasOperator(LakeformatBaseOperator):
         self.compact_manifests = compact_manifests
         self.convert_arguments(rendered=False)
 
-    def run(self, table: Any, context: Any) -> Any:
+    def run(self, table: Table, context: Any) -> Any:
         return table.clean_schemas(retain_min=self.retain_min, older_than=self.older_than,
                                    dry_run=self.dry_run,
                                    compact_manifests=self.compact_manifests)
@@ -92,7 +95,7 @@ class LakeformatRemoveOrphanFilesOperator(LakeformatBaseOperator):
         self.enforce_retention_duration = enforce_retention_duration
         self.convert_arguments(rendered=False)
 
-    def run(self, table: Any, context: Any) -> Any:
+    def run(self, table: Table, context: Any) -> Any:
         return table.remove_orphan_files(
             older_than=self.older_than, dry_run=self.dry_run,
             enforce_retention_duration=self.enforce_retention_duration)
@@ -115,6 +118,6 @@ class LakeformatExpirePartitionsOperator(LakeformatBaseOperator):
     def changed(self, result: Any) -> bool:
         return not result.dry_run and bool(result.partitions_expired)
 
-    def run(self, table: Any, context: Any) -> Any:
+    def run(self, table: Table, context: Any) -> Any:
         return table.expire_partitions(expiration_time=self.expiration_time,
                                        dry_run=self.dry_run)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakeformat_airflow.operators.base import (
     LakeformatBaseOperator,
@@ -13,6 +13,9 @@ from lakeformat_airflow.operators.base import (
     to_flag,
     to_name,
 )
+
+if TYPE_CHECKING:
+    from lakeformat import Table
 
 
 def to_snapshot_or_tag(name: str, value: Any) -> int | str:
@@ -43,7 +46,7 @@ class LakeformatCreateTagOperator(LakeformatBaseOperator):
         self.time_retained, self.exist_ok = time_retained, exist_ok
         self.convert_arguments(rendered=False)
 
-    def run(self, table: Any, context: Any) -> Any:
+    def run(self, table: Table, context: Any) -> Any:
         import lakeformat as lf
 
         snapshot_id = self.snapshot_id
@@ -79,5 +82,5 @@ class LakeformatRollbackOperator(LakeformatBaseOperator):
     def changed(self, result: Any) -> bool:
         return not result.dry_run and bool(result.deleted)
 
-    def run(self, table: Any, context: Any) -> Any:
+    def run(self, table: Table, context: Any) -> Any:
         return table.rollback_to(self.to, dry_run=self.dry_run)

@@ -4,7 +4,7 @@ create a table, alter a table."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakeformat_airflow.operators.base import (
     DEFAULT_SPARK_CONN_ID,
@@ -21,6 +21,9 @@ from lakeformat_airflow.operators.base import (
     to_structure,
     to_text,
 )
+
+if TYPE_CHECKING:
+    from lakeformat import Table
 
 FORMATS = (None, "parquet", "csv", "json")
 MODES = ("append", "overwrite")
@@ -92,7 +95,7 @@ class LakeformatIngestOperator(CommitIdentityMixin, EngineMixin, LakeformatBaseO
     def changed(self, result: Any) -> bool:
         return result.snapshot_id is not None and not result.already_committed
 
-    def run(self, table: Any, context: Any) -> Any:
+    def run(self, table: Table, context: Any) -> Any:
         user, identifier = self.commit_identity(context)
         fmt = self.format
         overwrite = self.mode == "overwrite"
@@ -104,10 +107,23 @@ class LakeformatIngestOperator(CommitIdentityMixin, EngineMixin, LakeformatBaseO
             return ingest(self.spark(context), table, self.source, fmt, overwrite,
                           self.merge_schema, commit_user=user, commit_identifier=identifier,
                           memory_budget=self.memory_budget)
-        from lakeformat.ingest import ingest_files
-
         return ingest_files(table, self.source, fmt, overwrite, self.merge_schema,
                             commit_user=user, commit_identifier=identifier)
+
+
+def ingest_files(table: Table, source: str | Sequence[str], format: str | None = None,
+                 overwrite: bool = False, merge_schema: bool = False, *,
+                 commit_user: str | None = None, commit_identifier: int | None = None) -> Any:
+    """Write the rows of the files `source` names (paths, glob patterns) into `table` as one
+    snapshot, in process: the library reads them in whole (`lakeformat.ingest.read_source`),
+    then `table.write` commits them. `overwrite=True` replaces the partitions the files cover;
+    `merge_schema=True` adds the files' new columns to the table first. Returns the
+    `CommitResult`."""
+    from lakeformat.ingest import read_source
+
+    rows = read_source(table, source, format, schema=table, allow_extra=merge_schema)
+    return table.write(rows, overwrite=overwrite, merge_schema=True if merge_schema else None,
+                       commit_user=commit_user, commit_identifier=commit_identifier)
 
 
 class LakeformatCreateTableOperator(LakeformatBaseOperator):
@@ -221,7 +237,7 @@ class LakeformatAlterTableOperator(LakeformatBaseOperator):
         self.changes = changes
         self.convert_arguments(rendered=False)
 
-    def run(self, table: Any, context: Any) -> Any:
+    def run(self, table: Table, context: Any) -> Any:
         before = table.table_schema.id
         schema = table.alter([schema_change(c) for c in self.changes])
         return _AlterResult(table.name, before, schema.id,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
@@ -36,11 +36,13 @@ from lakeformat_airflow.operators.base import (
 )
 from lakeformat_airflow.triggers.snapshot import (
     LakeformatSnapshotTrigger,
-    SnapshotWatch,
     commit_kind_arg,
     instant_millis,
     snapshot_id_arg,
 )
+
+if TYPE_CHECKING:
+    from lakeformat import SnapshotWatch, Table
 
 #: `task_state_store` key of the watermark in reschedule mode
 STATE_KEY = "lakeformat_snapshot_watermark"
@@ -112,7 +114,7 @@ class LakeformatSnapshotSensor(BaseSensorOperator):
         self.deferrable = to_flag("deferrable", default_deferrable() if deferrable is None
                                   else deferrable)
         self._watch: SnapshotWatch | None = None
-        self._table: Any = None
+        self._table: Table | None = None
 
     # -- the wait ------------------------------------------------------------------------------
     def _rendered_watch(self) -> SnapshotWatch:
@@ -120,6 +122,8 @@ class LakeformatSnapshotSensor(BaseSensorOperator):
         `InvalidArgumentError`, which fails the task at once)."""
         check_table_name(self.table)
         convert_arguments(self, ARGUMENTS, rendered=True)
+        from lakeformat import SnapshotWatch
+
         return SnapshotWatch(after_snapshot_id=self.after_snapshot_id,
                              newer_than_millis=instant_millis(self.newer_than),
                              commit_kind=self.commit_kind, partition=self.partition or None)
@@ -127,7 +131,7 @@ class LakeformatSnapshotSensor(BaseSensorOperator):
     def _store(self, context: Any) -> Any:
         return context.get("task_state_store") if self.reschedule else None
 
-    def _start(self, context: Any, table: Any, watch: SnapshotWatch) -> SnapshotWatch:
+    def _start(self, context: Any, table: Table, watch: SnapshotWatch) -> SnapshotWatch:
         if self._watch is not None:
             return self._watch
         store = self._store(context)

@@ -1,14 +1,7 @@
-"""Waiting for a new snapshot of a table: the check both the sensor and its trigger run
-(`SnapshotWatch`), and the trigger (`LakeformatSnapshotTrigger`) that runs it in the triggerer.
-
-A snapshot is *new* when its id is above a watermark (`after_snapshot_id`: given, or the latest
-id when the wait began) and, with `newer_than`, it was committed at or after that instant
-(Paimon's `timeMillis`, the committer's clock). Among new snapshots the first, oldest first,
-that has the asked commit kind and whose delta touches the asked partition is the answer.
-Snapshots checked and rejected raise the watermark, so each poll reads only the snapshot files
-committed since the last one (plus the delta manifests of those whose kind already matched).
-A rollback seen during a wait lowers the watermark to the new latest id, since the next
-commits reuse the ids above it.
+"""The trigger (`LakeformatSnapshotTrigger`) that waits for a new snapshot of a table in the
+triggerer: a thin poller of the library's `lakeformat.SnapshotWatch` (the watermark, rollback
+detection and partition-delta matching live there, and the sensor runs the same watch), plus
+the conversions of the sensor's rendered arguments.
 
 The trigger keeps no open handle between runs: it is rebuilt from `serialize()` anywhere, and
 does its blocking work (the connection read and the store reads) in a worker thread, so the
@@ -22,16 +15,33 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow import DEFAULT_CONN_ID
 
-#: commit kinds a wait can ask for (Paimon's `commitKind`; ANALYZE commits change no data)
+__all__ = ["COMMIT_KINDS", "LakeformatSnapshotTrigger", "commit_kind_arg", "instant_millis",
+           "snapshot_id_arg"]
+
+if TYPE_CHECKING:
+    from lakeformat import SnapshotWatch
+
+#: commit kinds a wait can ask for: `lakeformat.SnapshotWatch.COMMIT_KINDS`, spelled out here
+#: because the sensor checks its argument when a DAG file is parsed, and loading the watch
+#: loads pyarrow (a unit test keeps the two equal)
 COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE")
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def __getattr__(name: str) -> Any:
+    """`SnapshotWatch` and `snapshot_info`, the library's, loaded on first use (PEP 562)."""
+    if name in ("SnapshotWatch", "snapshot_info"):
+        import lakeformat
+
+        return getattr(lakeformat, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # -- arguments ----------------------------------------------------------------------------------
@@ -91,120 +101,6 @@ def instant_millis(value: Any, name: str = "newer_than") -> int | None:
     return -(-micros // 1000)  # "at or after": a partial millisecond rounds up
 
 
-def snapshot_info(table: str, snap: Any) -> dict[str, Any]:
-    """The plain dict a matching snapshot is reported as (XCom, trigger event)."""
-    time = EPOCH + dt.timedelta(milliseconds=snap.time_millis)
-    return {"table": table, "snapshot_id": snap.id, "commit_kind": snap.commit_kind,
-            "commit_user": snap.commit_user, "commit_identifier": snap.commit_identifier,
-            "time_millis": snap.time_millis, "time": time.isoformat(timespec="milliseconds"),
-            "schema_id": snap.schema_id, "delta_record_count": snap.delta_record_count,
-            "total_record_count": snap.total_record_count}
-
-
-# -- the check ----------------------------------------------------------------------------------
-class SnapshotWatch:
-    """The state of one wait: the watermark and the criteria (see the module docstring).
-
-    `start(table)` checks the partition against the table and, when neither bound is given,
-    takes the latest snapshot id as the watermark; `check(table)` returns the first matching
-    new snapshot's `snapshot_info`, or None. Both do blocking store reads.
-    """
-
-    def __init__(self, *, after_snapshot_id: int | None = None,
-                 newer_than_millis: int | None = None, commit_kind: str | None = None,
-                 partition: Mapping[str, Any] | None = None):
-        self.after_id = after_snapshot_id
-        self.newer_than_millis = newer_than_millis
-        self.commit_kind = commit_kind
-        self.partition = dict(partition) if partition else None
-        self.started = False
-        self.latest_seen: int | None = None  # the latest id at the previous check
-
-    def describe(self) -> str:
-        parts = []
-        if self.after_id is not None:
-            parts.append(f"id > {self.after_id}")
-        if self.newer_than_millis is not None:
-            when = EPOCH + dt.timedelta(milliseconds=self.newer_than_millis)
-            parts.append(f"committed at or after {when.isoformat()}")
-        if self.commit_kind:
-            parts.append(f"kind {self.commit_kind}")
-        if self.partition:
-            parts.append(f"touching partition {self.partition}")
-        return ", ".join(parts) or "any"
-
-    def start(self, table: Any) -> None:
-        from lakeformat.operation.snapshot_delta import partition_spec
-
-        partition_spec(table.table_schema, self.partition, table.name)  # names a bad key
-        if self.after_id is None and self.newer_than_millis is None:
-            self.after_id = table.snapshot_manager.latest_snapshot_id() or 0
-        self.started = True
-
-    def check(self, table: Any) -> dict[str, Any] | None:
-        if not self.started:
-            self.start(table)
-        table.refresh()  # a table dropped meanwhile fails here, not by timing out
-        manager = table.snapshot_manager
-        latest = manager.latest_snapshot_id()
-        if latest is None:
-            self.after_id = self.after_id or 0
-            return None
-        if self.latest_seen is not None and latest < self.latest_seen:
-            # rolled back: the ids above `latest` will be taken again by new commits
-            self.after_id = min(self.after_id or 0, latest)
-        self.latest_seen = latest
-        for snap in self._candidates(manager, latest):
-            if self._matches(table, snap):
-                return snapshot_info(table.name, snap)
-            self.after_id = snap.id
-        self.after_id = max(self.after_id or 0, latest)
-        return None
-
-    def _candidates(self, manager: Any, latest: int) -> list[Any]:
-        """New snapshots up to `latest`, oldest first, read one file each."""
-        if self.after_id is None:  # only a time bound: walk back to the first older snapshot
-            found = []
-            for sid in range(latest, 0, -1):
-                snap = _snapshot_or_none(manager, sid)
-                if snap is None or snap.time_millis < (self.newer_than_millis or 0):
-                    break
-                found.append(snap)
-            return found[::-1]
-        start = self.after_id + 1
-        if start > latest:
-            return []
-        if not manager.exists(start):  # the watermark is below the earliest retained snapshot
-            start = max(start, manager.earliest_snapshot_id() or start)
-        snaps = (_snapshot_or_none(manager, sid) for sid in range(start, latest + 1))
-        return [s for s in snaps if s is not None]
-
-    def _matches(self, table: Any, snap: Any) -> bool:
-        if self.newer_than_millis is not None and snap.time_millis < self.newer_than_millis:
-            return False
-        if self.commit_kind is not None and snap.commit_kind != self.commit_kind:
-            return False
-        if not self.partition:
-            return True
-        from lakeformat.errors import SnapshotNotFoundError
-
-        try:
-            return bool(table.delta_partitions(snap.id, self.partition))
-        except SnapshotNotFoundError:  # expired while we looked: it is gone, not a match
-            return False
-        except FileNotFoundError:
-            if table.snapshot_manager.exists(snap.id):
-                raise  # a live snapshot missing its manifest: fail, never guess
-            return False
-
-
-def _snapshot_or_none(manager: Any, snapshot_id: int) -> Any:
-    try:
-        return manager.snapshot(snapshot_id)
-    except FileNotFoundError:
-        return None
-
-
 # -- the trigger --------------------------------------------------------------------------------
 class LakeformatSnapshotTrigger(BaseTrigger):
     """Polls a table every `poll_interval` seconds until a new snapshot matches; fires one
@@ -238,6 +134,8 @@ class LakeformatSnapshotTrigger(BaseTrigger):
             "partition": self.partition, "poll_interval": self.poll_interval})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        from lakeformat import SnapshotWatch
+
         watch = SnapshotWatch(after_snapshot_id=self.after_snapshot_id,
                               newer_than_millis=self.newer_than_millis,
                               commit_kind=self.commit_kind, partition=self.partition)

@@ -1,0 +1,167 @@
+"""Waiting for a new snapshot of a table, as a check to run again and again: `SnapshotWatch`
+keeps the watermark between checks, sees rollbacks, and matches the commit kind and the
+partition a snapshot's delta touched. Airflow's snapshot sensor and trigger poll it; anything
+else that waits for new data (a loop, a CLI, a scheduler of another kind) can too.
+
+A snapshot is *new* when its id is above a watermark (`after_snapshot_id`: given, or the latest
+id when the wait began) and, with `newer_than_millis`, it was committed at or after that
+instant (Paimon's `timeMillis`, the committer's clock). Among new snapshots the first, oldest
+first, that has the asked commit kind and whose delta touches the asked partition is the
+answer. Snapshots checked and rejected raise the watermark, so each check reads only the
+snapshot files committed since the last one (plus the delta manifests of those whose kind
+already matched). A rollback seen during a wait lowers the watermark to the new latest id,
+since the next commits reuse the ids above it.
+
+The watch holds no open handle: it is plain state (ids, millis, the criteria), and each check
+is given the table to read (a `Table`, or anything with the few members `WatchedTable` names).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from lakeformat.errors import SnapshotNotFoundError
+from lakeformat.meta.snapshot import Snapshot
+from lakeformat.operation.snapshot_delta import partition_spec
+from lakeformat.schema.table_schema import TableSchema
+
+__all__ = ["COMMIT_KINDS", "EPOCH", "SnapshotWatch", "WatchedTable", "snapshot_info"]
+
+#: commit kinds a wait can ask for (Paimon's `commitKind`; ANALYZE commits change no data)
+COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE")
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+class _Snapshots(Protocol):
+    def latest_snapshot_id(self) -> int | None: ...
+    def earliest_snapshot_id(self) -> int | None: ...
+    def exists(self, snapshot_id: int) -> bool: ...
+    def snapshot(self, snapshot_id: int) -> Snapshot: ...
+
+
+class WatchedTable(Protocol):
+    """What a watch reads of a table (`lakeformat.Table` has it all)."""
+
+    name: str
+
+    @property
+    def table_schema(self) -> TableSchema: ...
+    @property
+    def snapshot_manager(self) -> _Snapshots: ...
+    def refresh(self) -> Any: ...
+    def delta_partitions(self, snapshot_id: int,
+                         partition: dict[str, Any] | None = None) -> list[dict[str, Any]]: ...
+
+
+def snapshot_info(table: str, snap: Snapshot) -> dict[str, Any]:
+    """The plain dict a matching snapshot is reported as (XCom, trigger event)."""
+    time = EPOCH + dt.timedelta(milliseconds=snap.time_millis)
+    return {"table": table, "snapshot_id": snap.id, "commit_kind": snap.commit_kind,
+            "commit_user": snap.commit_user, "commit_identifier": snap.commit_identifier,
+            "time_millis": snap.time_millis, "time": time.isoformat(timespec="milliseconds"),
+            "schema_id": snap.schema_id, "delta_record_count": snap.delta_record_count,
+            "total_record_count": snap.total_record_count}
+
+
+class SnapshotWatch:
+    """The state of one wait: the watermark and the criteria (see the module docstring).
+
+    `start(table)` checks the partition against the table and, when neither bound is given,
+    takes the latest snapshot id as the watermark; `check(table)` returns the first matching
+    new snapshot's `snapshot_info`, or None. Both do blocking store reads.
+    """
+
+    #: commit kinds a wait can ask for (`commit_kind`)
+    COMMIT_KINDS = COMMIT_KINDS
+
+    def __init__(self, *, after_snapshot_id: int | None = None,
+                 newer_than_millis: int | None = None, commit_kind: str | None = None,
+                 partition: Mapping[str, Any] | None = None):
+        self.after_id = after_snapshot_id
+        self.newer_than_millis = newer_than_millis
+        self.commit_kind = commit_kind
+        self.partition = dict(partition) if partition else None
+        self.started = False
+        self.latest_seen: int | None = None  # the latest id at the previous check
+
+    def describe(self) -> str:
+        parts = []
+        if self.after_id is not None:
+            parts.append(f"id > {self.after_id}")
+        if self.newer_than_millis is not None:
+            when = EPOCH + dt.timedelta(milliseconds=self.newer_than_millis)
+            parts.append(f"committed at or after {when.isoformat()}")
+        if self.commit_kind:
+            parts.append(f"kind {self.commit_kind}")
+        if self.partition:
+            parts.append(f"touching partition {self.partition}")
+        return ", ".join(parts) or "any"
+
+    def start(self, table: WatchedTable) -> None:
+        partition_spec(table.table_schema, self.partition, table.name)  # names a bad key
+        if self.after_id is None and self.newer_than_millis is None:
+            self.after_id = table.snapshot_manager.latest_snapshot_id() or 0
+        self.started = True
+
+    def check(self, table: WatchedTable) -> dict[str, Any] | None:
+        if not self.started:
+            self.start(table)
+        table.refresh()  # a table dropped meanwhile fails here, not by timing out
+        manager = table.snapshot_manager
+        latest = manager.latest_snapshot_id()
+        if latest is None:
+            self.after_id = self.after_id or 0
+            return None
+        if self.latest_seen is not None and latest < self.latest_seen:
+            # rolled back: the ids above `latest` will be taken again by new commits
+            self.after_id = min(self.after_id or 0, latest)
+        self.latest_seen = latest
+        for snap in self._candidates(manager, latest):
+            if self._matches(table, snap):
+                return snapshot_info(table.name, snap)
+            self.after_id = snap.id
+        self.after_id = max(self.after_id or 0, latest)
+        return None
+
+    def _candidates(self, manager: _Snapshots, latest: int) -> list[Snapshot]:
+        """New snapshots up to `latest`, oldest first, read one file each."""
+        if self.after_id is None:  # only a time bound: walk back to the first older snapshot
+            found = []
+            for sid in range(latest, 0, -1):
+                snap = _snapshot_or_none(manager, sid)
+                if snap is None or snap.time_millis < (self.newer_than_millis or 0):
+                    break
+                found.append(snap)
+            return found[::-1]
+        start = self.after_id + 1
+        if start > latest:
+            return []
+        if not manager.exists(start):  # the watermark is below the earliest retained snapshot
+            start = max(start, manager.earliest_snapshot_id() or start)
+        snaps = (_snapshot_or_none(manager, sid) for sid in range(start, latest + 1))
+        return [s for s in snaps if s is not None]
+
+    def _matches(self, table: WatchedTable, snap: Snapshot) -> bool:
+        if self.newer_than_millis is not None and snap.time_millis < self.newer_than_millis:
+            return False
+        if self.commit_kind is not None and snap.commit_kind != self.commit_kind:
+            return False
+        if not self.partition:
+            return True
+        try:
+            return bool(table.delta_partitions(snap.id, self.partition))
+        except SnapshotNotFoundError:  # expired while we looked: it is gone, not a match
+            return False
+        except FileNotFoundError:
+            if table.snapshot_manager.exists(snap.id):
+                raise  # a live snapshot missing its manifest: fail, never guess
+            return False
+
+
+def _snapshot_or_none(manager: _Snapshots, snapshot_id: int) -> Snapshot | None:
+    try:
+        return manager.snapshot(snapshot_id)
+    except FileNotFoundError:
+        return None

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from lakeformat.errors import UnsupportedError
 from lakeformat.storage.fileio import (
+    LOCAL_SCHEMES,
     FileIO,
     FileStatus,
     PendingFiles,
@@ -337,7 +338,7 @@ class LocalFileIO(FileIO):
 
 
 # plain paths and file:// URIs (the options carry nothing a local disk needs)
-register_file_io(("", "file"), lambda options: LocalFileIO())
+register_file_io(sorted(LOCAL_SCHEMES), lambda options: LocalFileIO())
 
 
 def _datasync(fd: int) -> None:

@@ -461,4 +461,4 @@ class S3FileIO(FileIO):
 
 
 # s3:// and Hadoop's aliases (Paimon tables written from Spark/Flink often carry s3a:// paths)
-register_file_io(("s3", "s3a", "s3n"), S3FileIO)
+register_file_io(sorted(S3_SCHEMES), S3FileIO)

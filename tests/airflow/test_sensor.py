@@ -346,7 +346,7 @@ def test_rendered_bounds_parse_as_airflow_renders_them():
 def test_watch_follows_a_rollback(table):
     """Commits after a rollback reuse the ids above the rolled-back-to snapshot: the wait sees
     them as new instead of waiting for an id above the old latest."""
-    from lakeformat_airflow.triggers.snapshot import SnapshotWatch
+    from lakeformat import SnapshotWatch
 
     table.write(rows("2024-01-02", [1]))
     table.write(rows("2024-01-02", [2]))  # snapshots 1..3

@@ -35,15 +35,6 @@ COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE")
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
-def __getattr__(name: str) -> Any:
-    """`SnapshotWatch` and `snapshot_info`, the library's, loaded on first use (PEP 562)."""
-    if name in ("SnapshotWatch", "snapshot_info"):
-        import lakeformat
-
-        return getattr(lakeformat, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 # -- arguments ----------------------------------------------------------------------------------
 def _unset(value: Any) -> bool:
     """A template that rendered to nothing (`""`, or `"None"` from an empty XCom pull)."""

@@ -51,8 +51,7 @@ from lakeformat.version import __version__
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
     from lakeformat.catalog import Catalog
     from lakeformat.identifier import Identifier
-    from lakeformat.operation.inspect import TableInspect
-    from lakeformat.operation.snapshot_watch import SnapshotWatch, snapshot_info
+    from lakeformat.operation.read import SnapshotWatch, TableInspect, snapshot_info
     from lakeformat.results import (
         CommitResult,
         CompactResult,
@@ -74,9 +73,9 @@ _LAZY = {
     "MaintenanceResult": "lakeformat.results",
     "CompactResult": "lakeformat.results",
     "CompactStats": "lakeformat.results",
-    "TableInspect": "lakeformat.operation.inspect",
-    "SnapshotWatch": "lakeformat.operation.snapshot_watch",
-    "snapshot_info": "lakeformat.operation.snapshot_watch",
+    "TableInspect": "lakeformat.operation.read",
+    "SnapshotWatch": "lakeformat.operation.read",
+    "snapshot_info": "lakeformat.operation.read",
     "SchemaChange": "lakeformat.schema.schema_change",
     "Move": "lakeformat.schema.schema_change",
     "OptionNameWarning": "lakeformat.schema.option_names",

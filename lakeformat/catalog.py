@@ -23,7 +23,7 @@ from lakeformat.lock.table_locks import TableLocks
 from lakeformat.metastore.base import Metastore
 from lakeformat.metastore.filesystem import FileSystemMetastore
 from lakeformat.metastore.options import check_catalog_options
-from lakeformat.operation.merge_schema import validate_table_schema
+from lakeformat.operation.write import validate_table_schema
 from lakeformat.options import secrets_hidden
 from lakeformat.schema.option_names import check_option_names
 from lakeformat.schema.schema_manager import SchemaManager

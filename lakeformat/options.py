@@ -8,7 +8,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-from lakeformat.errors import InvalidOptionError, UnsupportedError, hides_value, shown_value
+from lakeformat.errors import (
+    InvalidArgumentError,
+    InvalidOptionError,
+    UnsupportedError,
+    hides_value,
+    shown_value,
+)
 
 _SIZE_UNITS = {
     "": 1, "b": 1, "bytes": 1, "byte": 1,
@@ -98,6 +104,17 @@ def parse_duration(text: str, key: str = "duration") -> timedelta:
         raise InvalidOptionError(f"option {key!r}: duration {shown_value(key, text)} is too "
                                  f"long (at most {timedelta.max.days} days)")
     return timedelta(seconds=seconds)
+
+
+def parse_budget(budget: int | str | None) -> int | None:
+    """A job's `memory_budget`: bytes, or a Paimon memory size (`"256 mb"`); positive."""
+    if budget is None:
+        return None
+    value = budget if isinstance(budget, int) else parse_memory_size(str(budget),
+                                                                     "memory_budget")
+    if value <= 0:
+        raise InvalidArgumentError(f"memory_budget must be positive, got {budget!r}")
+    return value
 
 
 def parse_bool(options: Mapping[str, str], key: str, default: bool = False) -> bool:

@@ -17,38 +17,45 @@ from lakeformat.errors import (
     TagNotFoundError,
     UnsupportedError,
 )
+from lakeformat.expressions import Filter, resolve_filter
 from lakeformat.lock.table_locks import NO_LOCKS, TableLocks
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
-from lakeformat.operation.alter_check import check_stored_values
-from lakeformat.operation.cleanup import OlderThan
-from lakeformat.operation.compact_job import CompactJob
-from lakeformat.operation.compact_select import idle_before, parse_budget, select_partitions
-from lakeformat.operation.conform import as_table
-from lakeformat.operation.delete_where import DeleteWhere
-from lakeformat.operation.expire import expire_snapshots
-from lakeformat.operation.inspect import TableInspect
-from lakeformat.operation.interchange import to_polars
-from lakeformat.operation.job import check_commit_identity
-from lakeformat.operation.merge_schema import (
+from lakeformat.operation.commit import check_commit_identity
+from lakeformat.operation.compact import CompactJob, idle_before, select_partitions
+from lakeformat.operation.maintain import (
+    OlderThan,
+    clean_schemas,
+    create_tag,
+    delete_tag,
+    expire_partitions,
+    expire_snapshots,
+    list_tags,
+    remove_orphan_files,
+    rollback_to,
+)
+from lakeformat.operation.paths import PathFactory
+from lakeformat.operation.read import (
+    TableInspect,
+    TableRead,
+    delta_partitions,
+    partition_spec,
+    to_polars,
+)
+from lakeformat.operation.runner import Runner
+from lakeformat.operation.scan import FileStoreScan
+from lakeformat.operation.write import (
+    DeleteWhere,
+    WriteJob,
+    as_table,
+    check_stored_values,
+    delete_rows,
     validate_table_schema,
     wants_merge_schema,
     write_options,
 )
-from lakeformat.operation.orphan_files import remove_orphan_files
-from lakeformat.operation.partition_expire import expire_partitions
-from lakeformat.operation.paths import PathFactory
-from lakeformat.operation.predicate import Filter
-from lakeformat.operation.read import TableRead
-from lakeformat.operation.rollback import rollback_to
-from lakeformat.operation.runner import Runner
-from lakeformat.operation.scan import FileStoreScan
-from lakeformat.operation.schema_retention import clean_schemas
-from lakeformat.operation.snapshot_delta import delta_partitions, partition_spec
-from lakeformat.operation.tags import create_tag, delete_tag, list_tags
-from lakeformat.operation.where import resolve_filter
-from lakeformat.operation.write_job import WriteJob, delete_rows
+from lakeformat.options import parse_budget
 from lakeformat.results import CommitResult, CompactResult, MaintenanceResult, TagInfo
 from lakeformat.schema.alter import apply_changes
 from lakeformat.schema.option_names import check_option_names
@@ -222,7 +229,7 @@ class Table:
 
         `filter` is a pyarrow compute Expression, DNF tuples such as
         `[("dt", "=", "2024-01-01")]`, or where text such as `"dt = '2024-01-01' AND id > 5"`
-        (`lakeformat.operation.where`); terms on partition columns prune partitions.
+        (`lakeformat.expressions.where`); terms on partition columns prune partitions.
         The rows of `read_batches` gathered in one table (buckets in scan order): memory is the
         result plus the `write-buffer-size` budget.
         """

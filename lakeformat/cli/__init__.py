@@ -4,7 +4,7 @@ One module per concept: `parser` (the command line and its help), `commands` (ve
 change things), `inspect` (snapshots, schemas, files, describe), `read` (streamed rows),
 `render` (tables for people, the JSON envelope for scripts), `schema_args` (column and
 `alter` text), `errors` (one-line messages and exit statuses), `app` (`main`). The `--where`
-grammar lives in the library: `lakeformat.operation.where`.
+grammar lives in the library: `lakeformat.expressions.where`.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ from lakeformat.cli.render import (
 )
 from lakeformat.cli.schema_args import parse_columns
 from lakeformat.errors import TableNotFoundError
+from lakeformat.expressions import where_filter
 from lakeformat.ingest import read_file
-from lakeformat.operation.where import where_filter
 from lakeformat.options import parse_bool
 from lakeformat.results import TagInfo
 from lakeformat.schema.merging import MERGE_SCHEMA

@@ -19,7 +19,7 @@ import pyarrow as pa
 from lakeformat.cli.commands import Context
 from lakeformat.cli.errors import UsageError
 from lakeformat.cli.render import json_default, note, table_text
-from lakeformat.operation.where import parse_where
+from lakeformat.expressions import parse_where
 
 #: rows of the table printed for people when no --limit is given
 HUMAN_ROWS = 50

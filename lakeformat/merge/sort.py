@@ -4,7 +4,7 @@ then the rank of the file a record comes from, then retract before add.
 The file rank is the one tie rule every reader shares (merge-on-read, full and minor
 compaction, the changelog producer): two records of a key that tie on `sequence.field` and
 sequence number are ordered as their sorted runs are in Paimon's `Levels` (see
-`operation/compact_levels.tie_ranks`), so a compaction never changes which of them wins.
+`mergetree/levels.tie_ranks`), so a compaction never changes which of them wins.
 
 Everything here works on whole columns: a sorted table plus the boundaries of its key groups
 is what every merge engine consumes.

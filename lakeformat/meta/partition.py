@@ -30,8 +30,9 @@ from decimal import ROUND_FLOOR, Decimal, localcontext
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
-from lakeformat.errors import UnsupportedError
+from lakeformat.errors import InvalidArgumentError, UnsupportedError
 from lakeformat.meta.binary_row import (
     BINARY_ROOTS,
     STRING_ROOTS,
@@ -42,7 +43,8 @@ from lakeformat.meta.binary_row import (
     unscaled_to_decimal,
     var_reserve,
 )
-from lakeformat.schema.types import DataField, DataType
+from lakeformat.schema.table_schema import TableSchema
+from lakeformat.schema.types import DataField, DataType, to_arrow
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 
@@ -270,3 +272,15 @@ def partition_path(values: Sequence[Any], fields: Sequence[DataField],
     """``dt=2024-01-01/hr=3`` (escaped, no trailing slash); ``""`` without partition keys."""
     spec = partition_values_text(values, fields, default_name, legacy_name, time_zone)
     return "/".join(f"{escape_path_name(k)}={escape_path_name(v)}" for k, v in spec.items())
+
+
+def typed_partition_value(schema: TableSchema, key: str, value: Any) -> Any:
+    """A partition value given as text (CLI) or Python value, in the column's type."""
+    if value is None:
+        return None
+    target = to_arrow(schema.field(key).type)
+    try:
+        return pa.scalar(value).cast(target).as_py()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise InvalidArgumentError(f"partition value {value!r} does not fit column {key!r} "
+                                   f"({schema.field(key).type}): {e}") from e

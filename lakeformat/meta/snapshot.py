@@ -12,6 +12,9 @@ from lakeformat.storage import FileIO
 from lakeformat.storage.parallel import parallel_map
 
 BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX: what batch writers use
+#: snapshot property naming the lakeformat call ("write" or "delete") that made a commit with
+#: a commit identifier: both make APPEND snapshots, and one must not pass for the other
+OPERATION_PROPERTY = "lakeformat.operation"
 
 # JSON key -> attribute, in the order Java writes them.
 _KEYS = [
@@ -200,3 +203,8 @@ class SnapshotManager:
         except OSError:
             pass
 
+
+def operation_of(snap: Snapshot) -> str:
+    """What made a snapshot: the lakeformat call recorded with a commit identifier ("write",
+    "delete"), else its commit kind (APPEND, OVERWRITE, COMPACT, ANALYZE)."""
+    return (snap.properties or {}).get(OPERATION_PROPERTY) or snap.commit_kind

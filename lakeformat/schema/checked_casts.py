@@ -2,7 +2,7 @@
 
 Paimon allows `ALTER ... TYPE INT` on a STRING column, and Java then fails the read that meets
 a value like 'abc'. lakeformat checks the stored values before it publishes such a change
-(`operation/alter_check.py`) and converts them here, row-wise vectorized, with Java's results
+(`operation/write/alter_check.py`) and converts them here, row-wise vectorized, with Java's results
 for the values Java converts (`BinaryStringUtils`, `CastExecutors`):
 
 * STRING -> TINYINT/SMALLINT/INT/BIGINT: `[+-]digits[.digits]`, no whitespace, the fraction

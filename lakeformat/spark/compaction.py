@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lakeformat.expressions import Filter
 from lakeformat.operation.compact import CompactTask
-from lakeformat.operation.predicate import Filter
 from lakeformat.results import CompactResult
 from lakeformat.spark.runner import SparkRunner
 

@@ -58,7 +58,7 @@ class LakeformatDataSource(DataSource):
         return spark_schema(table_schema.fields)
 
     def reader(self, schema: StructType) -> Any:
-        from lakeformat.operation.compact_select import parse_budget
+        from lakeformat.options import parse_budget
         from lakeformat.spark.reader import LakeformatReader, ReadSource
 
         catalog, table, ds = open_table(self.options)  # a table dropped since load() fails

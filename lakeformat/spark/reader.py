@@ -37,8 +37,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from lakeformat.errors import ColumnNotFoundError, InvalidFilterError
+from lakeformat.expressions import check_filter
 from lakeformat.meta.snapshot import Snapshot
-from lakeformat.operation.predicate import check_filter
 from lakeformat.operation.read import ReadPlan, TableRead
 from lakeformat.operation.scan import Split
 from lakeformat.schema.schema_manager import SchemaManager

@@ -34,11 +34,18 @@ from lakeformat.operation.commit import (
     SequenceConflict,
     snapshot_identity,
 )
-from lakeformat.operation.conform import conform, conform_merged
-from lakeformat.operation.merge_schema import evolve_for_write, wants_merge_schema, write_options
 from lakeformat.operation.runner import Runner, UnitFailure, captured, default_runner
-from lakeformat.operation.write import TableWrite, WriteUnit
-from lakeformat.operation.write_job import RENUMBER_GAP, WriteJob
+from lakeformat.operation.write import (
+    RENUMBER_GAP,
+    TableWrite,
+    WriteJob,
+    WriteUnit,
+    conform,
+    conform_merged,
+    evolve_for_write,
+    wants_merge_schema,
+    write_options,
+)
 from lakeformat.results import CommitResult
 from lakeformat.schema.merging import MergeSchemaOptions
 from lakeformat.schema.schema_manager import SchemaManager

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeformat.data.file_read import read_data_file
 from lakeformat.data.kv_file import KeyValueFileWriter
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.operation.commit import CommitMessage
-from lakeformat.operation.conform import conform_merged
-from lakeformat.operation.data_file_read import read_data_file
-from lakeformat.operation.write import TableWrite, WriteUnit, check_bucket_count
+from lakeformat.operation.write import TableWrite, WriteUnit, check_bucket_count, conform_merged
 from lakeformat.schema.merging import MergeSchemaOptions
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, TableSchema

@@ -29,10 +29,9 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from lakeformat.errors import InvalidOptionError, UnsupportedError
 from lakeformat.operation.commit import SequenceBase
-from lakeformat.operation.compact_select import parse_budget
-from lakeformat.operation.merge_schema import wants_merge_schema, write_options
 from lakeformat.operation.runner import ThreadRunner
-from lakeformat.operation.write import TableWrite
+from lakeformat.operation.write import TableWrite, wants_merge_schema, write_options
+from lakeformat.options import parse_budget
 from lakeformat.schema.merging import MERGE_SCHEMA as WRITE_MERGE_SCHEMA
 from lakeformat.spark.options import check_direction, open_table
 from lakeformat.spark.write_job import SparkWriteJob

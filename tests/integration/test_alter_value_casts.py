@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
-from lakeformat.operation.write_job import write_table
+from lakeformat.operation.write import write_table
 
 pytestmark = pytest.mark.local_only  # see the module docstring
 

@@ -13,9 +13,9 @@ import pytest
 import lakeformat as lf
 from lakeformat.cli import main
 from lakeformat.errors import CommitConflictError, LakeformatError, UnsupportedError
-from lakeformat.operation import merge_tree_reader
+from lakeformat.mergetree import reader as merge_tree_reader
 from lakeformat.operation.commit import FileStoreCommit
-from lakeformat.operation.compact_job import CompactJob
+from lakeformat.operation.compact import CompactJob
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), False), pa.field("id", pa.int64(), False),
                     ("v", pa.int64()), ("s", pa.string())])
@@ -243,7 +243,7 @@ def test_failed_merge_deletes_what_was_written(catalog, monkeypatch):
     t.write(rows("d", range(5), seed=2))
     from lakeformat.merge.engine import MergeEngine
     from lakeformat.merge.sort import DELETE
-    from lakeformat.operation.write_job import write_table
+    from lakeformat.operation.write import write_table
     # lakeformat refuses this -D at write time; another writer's file may still hold one
     monkeypatch.setattr(MergeEngine, "check_retracts", lambda *args: None)
     write_table(t.file_io, t.path, t.table_schema, rows("d", [3], seed=3),

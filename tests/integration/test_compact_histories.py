@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import lakeformat as lf
 from lakeformat.data.kv_read import read_kv_file
 from lakeformat.errors import LakeformatError
-from lakeformat.operation.write_job import write_table
+from lakeformat.operation.write import write_table
 from lakeformat.schema.table_schema import VALUE_KIND
 from tests.support.depth import examples
 from tests.unit.merge import test_engines_property as P

@@ -27,8 +27,8 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
-from lakeformat.operation.compact_job import CompactJob
-from lakeformat.operation.write_job import WriteJob
+from lakeformat.operation.compact import CompactJob
+from lakeformat.operation.write import WriteJob
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.int64()),
                     ("b", pa.string())])
@@ -305,7 +305,7 @@ def test_full_compaction_changelog_agrees_with_reads_under_ties(catalog):
     compact_full(t)
     assert rows_of(t) == before
     snap = t.latest_snapshot()
-    from lakeformat.operation.data_file_read import read_data_file
+    from lakeformat.data.file_read import read_data_file
     from lakeformat.operation.paths import PathFactory
     from lakeformat.operation.scan import FileStoreScan
 
@@ -358,7 +358,7 @@ def test_commit_landing_in_another_bucket_during_the_back_off_is_checked(catalog
     a.plan()
     a.execute()
     t.write(pa.Table.from_pylist(batch(x, 2, "b"), SCHEMA))  # B: bucket X only
-    import lakeformat.operation.write_job as write_module
+    import lakeformat.operation.write.job as write_module
 
     real_sleep = write_module.time.sleep
     c_rows = batch(y, 3, "c")

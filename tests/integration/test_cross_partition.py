@@ -22,8 +22,7 @@ import pytest
 
 import lakeformat as lf
 from lakeformat.errors import CommitConflictError, SchemaMismatchError, UnsupportedError
-from lakeformat.operation import cross_partition
-from lakeformat.operation.write_job import WriteJob
+from lakeformat.operation.write import WriteJob, cross_partition
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False),
                     pa.field("id", pa.int64(), nullable=False), ("v", pa.string()),

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lakeformat as lf
-from lakeformat.operation import cross_partition
+from lakeformat.operation.write import cross_partition
 from tests.support.depth import examples
 
 EXAMPLES = examples(5, 25, "CROSS_PARTITION_PROPERTY_EXAMPLES")  # per engine; support/depth.py

@@ -215,7 +215,7 @@ def test_a_vector_added_after_the_plan_refuses_the_compaction(catalog, monkeypat
                              options={"deletion-vectors.enabled": "true"})
     for i in range(3):
         t.write(batch([i], "m"))
-    from lakeformat.operation import compact_job
+    from lakeformat.operation.compact import job as compact_job
 
     real = compact_job.CompactJob.commit
     first = live_entries(t)[0].file.file_name

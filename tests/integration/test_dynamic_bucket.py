@@ -19,7 +19,7 @@ import pytest
 import lakeformat as lf
 from lakeformat.errors import CommitConflictError
 from lakeformat.meta.index_manifest import IndexManifestFile
-from lakeformat.operation.write_job import WriteJob
+from lakeformat.operation.write import WriteJob
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False),
                     pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])

@@ -24,7 +24,7 @@ import pytest
 import lakeformat as lf
 from lakeformat.errors import CommitStateUnknownError, InvalidArgumentError
 from lakeformat.operation.runner import UnitFailure
-from lakeformat.operation.write_job import WriteJob
+from lakeformat.operation.write import WriteJob
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("n", pa.int64())])
 USER = "ingest.orders"

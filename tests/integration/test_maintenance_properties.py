@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import importlib.util
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -43,11 +42,8 @@ from lakeformat.errors import InvalidOptionError
 from lakeformat.meta.consumer import ConsumerManager
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.meta.tag import TagManager
-from lakeformat.operation.references import TableReferences
+from lakeformat.operation.maintain import TableReferences
 from tests.support.depth import examples
-
-HAS_CLEAN_SCHEMAS = importlib.util.find_spec("lakeformat.operation.schema_retention") is not None
-HAS_ORPHANS = importlib.util.find_spec("lakeformat.operation.orphan_files") is not None
 
 DAYS = ["2024-01-01", "2024-01-02"]
 BASE = pa.schema([("dt", pa.string()), ("id", pa.int32()), ("v", pa.string())])
@@ -127,8 +123,8 @@ maintenance_steps = st.one_of(
     st.tuples(st.just("expire"), st.just(1), st.none(), st.just("all"), st.just(100)),
     st.tuples(st.just("delete_tag"), st.integers(0, 10)),
     st.tuples(st.just("rollback"), st.sampled_from(["snapshot", "tag"]), snap_pick),
-    *([st.tuples(st.just("clean_schemas"), st.integers(1, 3))] if HAS_CLEAN_SCHEMAS else []),
-    *([st.tuples(st.just("orphans"))] if HAS_ORPHANS else []),
+    st.tuples(st.just("clean_schemas"), st.integers(1, 3)),
+    st.tuples(st.just("orphans")),
 )
 
 histories = st.lists(st.one_of(history_steps, history_steps, maintenance_steps),
@@ -440,8 +436,7 @@ def test_random_histories_survive_maintenance(steps: list[tuple], merge_min_coun
         for _ in list(h.tag_rows):
             h.maintain(("delete_tag", 0))
             h.check()
-        tail = [("orphans",)] if HAS_ORPHANS else []
-        tail += [("clean_schemas", 1)] if HAS_CLEAN_SCHEMAS else []
+        tail = [("orphans",), ("clean_schemas", 1)]
         for step in tail:
             h.maintain(step)
             h.check()

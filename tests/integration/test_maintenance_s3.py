@@ -28,7 +28,7 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
-from lakeformat.operation.references import TableReferences
+from lakeformat.operation.maintain import TableReferences
 from tests.support.s3server import boto3_client, s3_options
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])

@@ -22,8 +22,8 @@ import pytest
 import lakeformat as lf
 from lakeformat import clock
 from lakeformat.meta.tag import TagManager
-from lakeformat.operation import orphan_files
 from lakeformat.operation.commit import CommitMessage, FileStoreCommit
+from lakeformat.operation.maintain import orphan_files
 from lakeformat.operation.scan import FileStoreScan
 
 DAY = 86400

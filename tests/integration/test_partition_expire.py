@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
-from lakeformat.operation.partition_expire import TimeParseError, extract_time
+from lakeformat.operation.maintain.partition_expire import TimeParseError, extract_time
 
 
 def daily(catalog, name="db.daily", **options) -> lf.Table:

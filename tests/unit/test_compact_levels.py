@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from lakeformat.meta.binary_row import to_avro_bytes
-from lakeformat.meta.data_file_meta import DataFileMeta, SimpleStats
-from lakeformat.operation.compact_levels import (
+from lakeformat.mergetree.levels import (
     KeyComparator,
     Levels,
     LevelSortedRun,
@@ -18,6 +16,8 @@ from lakeformat.operation.compact_levels import (
     pick_full_compaction,
     tie_ranks,
 )
+from lakeformat.meta.binary_row import to_avro_bytes
+from lakeformat.meta.data_file_meta import DataFileMeta, SimpleStats
 from lakeformat.options import CoreOptions
 from lakeformat.schema.types import int_
 

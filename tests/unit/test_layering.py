@@ -8,7 +8,12 @@ Layers, top to bottom (a module may import its own layer and every layer below i
     entry points   lakeformat (the package root), cli, demo, spark/
     catalog        catalog
     table          table              (the facade sits above the operations it offers)
-    operation      operation/
+    operation      operation/write/, operation/maintain/   (beside each other: neither imports
+                     the other)
+                   operation/read/, operation/compact/     (beside each other, likewise)
+                   operation/commit/  (the commit protocol and the job driver)
+                   operation/ itself  (paths, scan, runner, support: what every job stands on)
+    runtime        mergetree/, expressions/   (the LSM runtime and the filter language)
     siblings       meta/, data/, merge/, ingest   (may import each other)
     schema         schema/
     storage        storage/, lock/
@@ -16,6 +21,10 @@ Layers, top to bottom (a module may import its own layer and every layer below i
                    every layer uses)
 
 A new top-level module or package must be placed in `LAYERS` (the test fails until it is).
+
+Code outside a sub-package of operation/ (and outside mergetree/, expressions/) imports it
+through its front door, the package's `__init__`, which names what the rest of the library may
+use; inside a sub-package modules import each other directly.
 """
 
 from __future__ import annotations
@@ -32,7 +41,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("entry points", ("lakeformat", "lakeformat.cli", "lakeformat.demo", "lakeformat.spark")),
     ("catalog", ("lakeformat.catalog", "lakeformat.metastore")),
     ("table", ("lakeformat.table",)),
-    ("operation", ("lakeformat.operation",)),
+    ("operation: write, maintain", ("lakeformat.operation.write",
+                                    "lakeformat.operation.maintain")),
+    ("operation: read, compact", ("lakeformat.operation.read", "lakeformat.operation.compact")),
+    ("operation: commit", ("lakeformat.operation.commit",)),
+    ("operation: shared", ("lakeformat.operation",)),
+    ("runtime", ("lakeformat.mergetree", "lakeformat.expressions")),
     ("meta, data, merge", ("lakeformat.meta", "lakeformat.data", "lakeformat.merge",
                            "lakeformat.ingest")),
     ("schema", ("lakeformat.schema",)),
@@ -41,6 +55,17 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                     "lakeformat.version", "lakeformat.clock", "lakeformat.layout",
                     "lakeformat.identifier")),
 ]
+
+#: prefixes that share a layer but must not import each other
+SEALED_SIBLINGS: list[tuple[str, str]] = [
+    ("lakeformat.operation.write", "lakeformat.operation.maintain"),
+    ("lakeformat.operation.read", "lakeformat.operation.compact"),
+]
+
+#: packages whose modules the rest of the library reaches only through the package itself
+FRONT_DOORS = ("lakeformat.operation.commit", "lakeformat.operation.read",
+               "lakeformat.operation.write", "lakeformat.operation.compact",
+               "lakeformat.operation.maintain", "lakeformat.mergetree", "lakeformat.expressions")
 
 #: third-party packages the library must not import, and the one folder allowed each
 FORBIDDEN = {"airflow": None, "pyspark": "lakeformat.spark"}
@@ -195,6 +220,35 @@ def test_imports_point_down_the_layers():
                 bad.append(f"{MODULES[module].relative_to(SOURCE.parent)}:{line} imports "
                            f"{target} ({LAYERS[theirs][0]}) from the {LAYERS[own][0]} layer")
     assert not bad, f"imports must point down ({order}):\n  " + "\n  ".join(bad)
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def test_sealed_siblings_do_not_import_each_other():
+    bad = []
+    for module in MODULES:
+        for a, b in SEALED_SIBLINGS:
+            for own, other in ((a, b), (b, a)):
+                if not _within(module, own):
+                    continue
+                bad += [f"{MODULES[module].relative_to(SOURCE.parent)}:{line} imports {target}"
+                        for line, target in all_imports(module) if _within(target, other)]
+    assert not bad, "sub-packages beside each other import each other:\n  " + "\n  ".join(bad)
+
+
+def test_other_code_enters_a_sub_package_by_its_front_door():
+    bad = []
+    for module in MODULES:
+        for door in FRONT_DOORS:
+            if _within(module, door):
+                continue
+            bad += [f"{MODULES[module].relative_to(SOURCE.parent)}:{line} imports {target}, "
+                    f"not {door}" for line, target in all_imports(module)
+                    if target.startswith(door + ".")]
+    assert not bad, ("import a sub-package's names from its front door (export them there if "
+                     "the rest of the library needs them):\n  " + "\n  ".join(bad))
 
 
 def test_no_module_level_import_cycles():

@@ -1,4 +1,4 @@
-"""`--where` text to DNF tuples (`lakeformat.operation.where`), and the IS NULL ops it adds to
+"""`--where` text to DNF tuples (`lakeformat.expressions.where`), and the IS NULL ops it adds to
 the read filter's Expression and partition-pruning paths (`predicate.py`)."""
 
 from __future__ import annotations
@@ -10,8 +10,15 @@ import pyarrow as pa
 import pytest
 
 from lakeformat.errors import InvalidFilterError
-from lakeformat.operation.predicate import check_filter, partition_predicate, to_expression
-from lakeformat.operation.where import and_filters, parse_where, resolve_filter, where_filter
+from lakeformat.expressions import (
+    and_filters,
+    check_filter,
+    parse_where,
+    partition_predicate,
+    resolve_filter,
+    to_expression,
+    where_filter,
+)
 from lakeformat.schema.type_text import parse_type
 from lakeformat.schema.types import DataField
 

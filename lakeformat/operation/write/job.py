@@ -42,21 +42,19 @@ from lakeformat.errors import (
 from lakeformat.merge.sort import DELETE
 from lakeformat.meta.data_file_meta import FileKind, ManifestEntry
 from lakeformat.meta.index_manifest import IndexManifestEntry
-from lakeformat.meta.snapshot import Snapshot
+from lakeformat.meta.snapshot import OPERATION_PROPERTY, Snapshot, operation_of
 from lakeformat.operation.commit import (
     NOT_WATCHED,
-    OPERATION_PROPERTY,
     WRITE_KINDS,
     AlreadyCommitted,
     CommitMessage,
+    DataJob,
     SequenceBase,
     SequenceConflict,
+    check_commit_identity,
     snapshot_identity,
 )
-from lakeformat.operation.compact_job import compact_after_write
-from lakeformat.operation.cross_partition import is_cross_partition
-from lakeformat.operation.job import DataJob, check_commit_identity
-from lakeformat.operation.merge_schema import evolve_for_write
+from lakeformat.operation.compact import compact_after_write
 from lakeformat.operation.runner import (
     Runner,
     ThreadRunner,
@@ -64,7 +62,9 @@ from lakeformat.operation.runner import (
     default_runner,
     split_failures,
 )
-from lakeformat.operation.write import TableWrite, WriteUnit
+from lakeformat.operation.write.cross_partition import is_cross_partition
+from lakeformat.operation.write.merge_schema import evolve_for_write
+from lakeformat.operation.write.table_write import TableWrite, WriteUnit
 from lakeformat.options import CoreOptions
 from lakeformat.results import CommitResult
 from lakeformat.schema.schema_manager import SchemaManager
@@ -193,7 +193,7 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
             self.landed = mine[0]
             return True
         if found:
-            made = (found[0].properties or {}).get(OPERATION_PROPERTY, found[0].commit_kind)
+            made = operation_of(found[0])
             raise InvalidArgumentError(
                 f"{self.table_name}: commit_user {self.commit_user!r} with commit_identifier "
                 f"{self.commit_identifier} already made snapshot {found[0].id} ({made}), not a "

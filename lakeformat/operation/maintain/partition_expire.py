@@ -32,9 +32,9 @@ from lakeformat.errors import (
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.partition import partition_path, partition_value_text
 from lakeformat.meta.snapshot import SnapshotManager
-from lakeformat.operation.cleanup import OlderThan
 from lakeformat.operation.commit import FileStoreCommit
-from lakeformat.operation.references import TableReferences
+from lakeformat.operation.maintain.cleanup import OlderThan
+from lakeformat.operation.maintain.references import TableReferences
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.operation.support import EXPIRE_PARTITIONS, check_supported
 from lakeformat.options import CoreOptions, parse_duration

@@ -1,6 +1,6 @@
 """Merging sorted runs in key-range slices, within a memory budget.
 
-A section (key-disjoint group of sorted runs, see `compact_levels.interval_partition`) is read
+A section (key-disjoint group of sorted runs, see `levels.interval_partition`) is read
 run by run in pieces. Each round reads a piece from every run whose rows are all used up, takes
 the smallest "last key read" among runs that still have rows on storage as the bound, and merges
 every buffered row whose key is <= that bound (complete key groups: no run can hold that key
@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeformat.data.file_read import ROW_POSITION, iter_data_file
 from lakeformat.errors import CorruptFileError
 from lakeformat.merge import merge_engine
 from lakeformat.merge.context import MergeContext
@@ -36,11 +37,10 @@ from lakeformat.merge.sort import (
     merge_order,
     merge_permutation,
 )
+from lakeformat.mergetree import lookup as lookup_merge
+from lakeformat.mergetree.levels import may_tie, tie_ranks
+from lakeformat.mergetree.lookup import LOOKUP_FILE
 from lakeformat.meta.data_file_meta import DataFileMeta
-from lakeformat.operation import lookup_merge
-from lakeformat.operation.compact_levels import may_tie, tie_ranks
-from lakeformat.operation.data_file_read import ROW_POSITION, iter_data_file
-from lakeformat.operation.lookup_merge import LOOKUP_FILE
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.storage import FileIO
@@ -49,7 +49,7 @@ from lakeformat.storage import FileIO
 #: writer buffer): the budget is split by this factor and by the number of runs.
 BUDGET_COPIES = 6
 MIN_PIECE_BYTES = 16 << 10
-#: per row, the tie rank of its file (`compact_levels.tie_ranks`); never written
+#: per row, the tie rank of its file (`levels.tie_ranks`); never written
 FILE_RANK = "_FILE_RANK"
 #: per row, the level of its file; never written. A sorted run of a section may chain files
 #: of several levels (`interval_partition` packs by key range), so a record's level is its
@@ -145,7 +145,7 @@ class MergeTreeReader:
         """`columns`: the table columns to read and merge (every column by default; a read
         passes its merge engine's `required_columns` of what it returns). `deleted_of`: data
         file name -> its deletion vector's positions (None: no deletion vectors). `lookup`: the
-        table merges as a lookup table does (`lookup_merge`)."""
+        table merges as a lookup table does (`mergetree.lookup`)."""
         self.lookup = lookup
         self.deleted_of = deleted_of
         if deleted_of is not None:  # rows are counted by the file read, before deletions

@@ -30,9 +30,9 @@ from lakeformat import clock
 from lakeformat.errors import CleanupAbortedError, InvalidOptionError, TableNotFoundError
 from lakeformat.layout import SCHEMA_PREFIX, numbered_id
 from lakeformat.meta.snapshot import SnapshotManager
-from lakeformat.operation.cleanup import OlderThan, past_cutoff_millis
 from lakeformat.operation.commit import FileStoreCommit
-from lakeformat.operation.references import ReferenceScan
+from lakeformat.operation.maintain.cleanup import OlderThan, past_cutoff_millis
+from lakeformat.operation.maintain.references import ReferenceScan
 from lakeformat.options import parse_duration
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.schema_manager import SchemaManager

@@ -15,8 +15,8 @@ import time
 from lakeformat.errors import InvalidOptionError, SnapshotNotFoundError
 from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.meta.tag import Tag, TagManager, check_tag_name
-from lakeformat.operation.cleanup import delete_paths
-from lakeformat.operation.references import TableReferences
+from lakeformat.operation.maintain.cleanup import delete_paths
+from lakeformat.operation.maintain.references import TableReferences
 from lakeformat.options import parse_duration
 from lakeformat.results import MaintenanceResult, TagInfo
 from lakeformat.schema.table_schema import TableSchema

@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeformat.errors import InvalidFilterError, SchemaMismatchError
+from lakeformat.expressions import Filter, check_filter, dnf_terms, to_expression
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.partial_update_options import REMOVE_ON_DELETE, REMOVE_ON_SEQUENCE_GROUP
 from lakeformat.meta.binary_row import from_avro_bytes
@@ -43,12 +44,11 @@ from lakeformat.meta.data_file_meta import FileKind
 from lakeformat.meta.partition import partition_path
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.operation.commit import NOT_WATCHED, AlreadyCommitted
-from lakeformat.operation.compact_job import compact_after_write
-from lakeformat.operation.predicate import Filter, check_filter, dnf_terms, to_expression
+from lakeformat.operation.compact import compact_after_write
 from lakeformat.operation.read import TableRead
 from lakeformat.operation.runner import Runner
 from lakeformat.operation.scan import FileStoreScan
-from lakeformat.operation.write_job import WriteJob, delete_rows
+from lakeformat.operation.write.job import WriteJob, delete_rows
 from lakeformat.options import CoreOptions, parse_bool
 from lakeformat.results import CommitResult
 from lakeformat.schema.schema_manager import SchemaManager

@@ -27,9 +27,8 @@ from lakeformat.layout import bucket_dir_name
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import FileSource, ManifestEntry, ManifestFileMeta
 from lakeformat.meta.partition import partition_path, partition_value_text
-from lakeformat.meta.snapshot import Snapshot, SnapshotManager
+from lakeformat.meta.snapshot import Snapshot, SnapshotManager, operation_of
 from lakeformat.meta.tag import TagManager
-from lakeformat.operation.commit import OPERATION_PROPERTY
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.options import CoreOptions
@@ -90,11 +89,6 @@ TAGS = pa.schema([
     ("time_retained", pa.duration("ms")),
 ])
 
-
-def operation_of(snap: Snapshot) -> str:
-    """What made a snapshot: the lakeformat call recorded with a commit identifier ("write",
-    "delete"), else its commit kind (APPEND, OVERWRITE, COMPACT, ANALYZE)."""
-    return (snap.properties or {}).get(OPERATION_PROPERTY) or snap.commit_kind
 
 
 def _column(values: Sequence[Any] | pa.Array, type_: pa.DataType) -> pa.Array:

@@ -24,7 +24,7 @@ from typing import Generic, TypeVar
 
 from lakeformat.errors import CommitStateUnknownError, InvalidArgumentError
 from lakeformat.meta.snapshot import Snapshot
-from lakeformat.operation.commit import FileStoreCommit
+from lakeformat.operation.commit.file_store_commit import FileStoreCommit
 from lakeformat.operation.runner import Runner
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO

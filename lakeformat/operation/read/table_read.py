@@ -24,22 +24,21 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeformat.data.file_read import iter_data_file
 from lakeformat.data.kv_file import null_in_not_null_column
 from lakeformat.errors import ColumnNotFoundError
-from lakeformat.merge import merge_engine
-from lakeformat.meta.deletion_vector import DeletedRows
-from lakeformat.meta.snapshot import Snapshot
-from lakeformat.operation.compact_levels import KeyComparator, interval_partition
-from lakeformat.operation.data_file_read import iter_data_file
-from lakeformat.operation.merge_tree_reader import MergeTreeReader
-from lakeformat.operation.paths import PathFactory
-from lakeformat.operation.predicate import (
+from lakeformat.expressions import (
     Filter,
     check_filter,
     filter_columns,
     partition_predicate,
     to_expression,
 )
+from lakeformat.merge import merge_engine
+from lakeformat.mergetree import KeyComparator, MergeTreeReader, interval_partition
+from lakeformat.meta.deletion_vector import DeletedRows
+from lakeformat.meta.snapshot import Snapshot
+from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.runner import ThreadRunner
 from lakeformat.operation.scan import FileStoreScan, Split
 from lakeformat.operation.support import READ, check_supported

@@ -1,4 +1,4 @@
-"""Batch write, the work of its plan and execute steps (`write_job.WriteJob` drives them).
+"""Batch write, the work of its plan and execute steps (`write.job.WriteJob` drives them).
 
 Plan: incoming rows are checked against the table schema and routed to partitions and buckets
 with whole-column operations; each (partition, bucket) becomes a `WriteUnit` holding only its
@@ -44,14 +44,14 @@ from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids, hash_rows
 from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile
 from lakeformat.meta.snapshot import Snapshot
-from lakeformat.operation import cross_partition
 from lakeformat.operation.commit import CommitMessage
-from lakeformat.operation.conform import conform
-from lakeformat.operation.dynamic_bucket import PartitionHashes, load_partition
-from lakeformat.operation.dynamic_bucket import assign as assign_buckets
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.operation.support import WRITE, check_supported
+from lakeformat.operation.write import cross_partition
+from lakeformat.operation.write.conform_input import conform
+from lakeformat.operation.write.dynamic_bucket import PartitionHashes, load_partition
+from lakeformat.operation.write.dynamic_bucket import assign as assign_buckets
 from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.storage import FileIO, PendingFiles

@@ -39,8 +39,8 @@ from lakeformat.layout import (
     TAG_PREFIX,
     numbered_id,
 )
-from lakeformat.operation.cleanup import OlderThan, past_cutoff_millis
-from lakeformat.operation.references import (
+from lakeformat.operation.maintain.cleanup import OlderThan, past_cutoff_millis
+from lakeformat.operation.maintain.references import (
     ReferenceScan,
 )
 from lakeformat.results import MaintenanceResult

@@ -29,9 +29,9 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from lakeformat.data.file_read import iter_data_file
 from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
 from lakeformat.meta.data_file_meta import DataFileMeta, FileSource
-from lakeformat.operation.data_file_read import iter_data_file
 from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, TableSchema
 

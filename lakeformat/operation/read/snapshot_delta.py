@@ -23,8 +23,8 @@ from lakeformat.errors import InvalidArgumentError
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import ManifestFileMeta
 from lakeformat.meta.manifest import partition_order_key
+from lakeformat.meta.partition import typed_partition_value
 from lakeformat.meta.snapshot import Snapshot
-from lakeformat.operation.compact_select import typed_partition_value
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO

@@ -42,9 +42,9 @@ from lakeformat.errors import CorruptFileError, SchemaMismatchError, Unsupported
 from lakeformat.merge.sort import DELETE
 from lakeformat.meta.bucket import hash_rows
 from lakeformat.meta.snapshot import Snapshot
-from lakeformat.operation.dynamic_bucket import options_of
 from lakeformat.operation.read import TableRead
 from lakeformat.operation.runner import ThreadRunner
+from lakeformat.operation.write.dynamic_bucket import options_of
 from lakeformat.options import CoreOptions
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import VALUE_KIND, TableSchema

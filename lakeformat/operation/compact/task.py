@@ -9,7 +9,7 @@ non-overlapping files up without rewriting them (Java's upgrade), and returns a 
 (plus counts). The driver commits each group of partitions as one COMPACT snapshot with
 Paimon's conflict checks; a group that conflicts is retried partition by partition, and the
 files of whatever cannot commit are deleted. An append table's files are picked and rewritten
-by `append_compact` (nothing to merge); its tasks take the same path otherwise.
+by `compact.append` (nothing to merge); its tasks take the same path otherwise.
 """
 
 from __future__ import annotations
@@ -21,33 +21,34 @@ from typing import Any
 
 import numpy as np
 
+from lakeformat.data.file_read import format_of
 from lakeformat.data.kv_read import verify_data_file
 from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
 from lakeformat.merge import merge_engine
+from lakeformat.mergetree import (
+    BUDGET_COPIES,
+    KeyComparator,
+    Levels,
+    MergeTreeReader,
+    UniversalCompaction,
+    dedup_columns,
+    interval_partition,
+    pick_full_compaction,
+)
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import DataFileMeta, FileSource
 from lakeformat.meta.deletion_vector import DeletedRows, DeletionFile
 from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile
 from lakeformat.meta.snapshot import Snapshot
-from lakeformat.operation.append_compact import AppendRewrite, pick_bucketed, pick_unaware
 from lakeformat.operation.commit import CommitMessage
-from lakeformat.operation.compact_levels import (
-    KeyComparator,
-    Levels,
-    UniversalCompaction,
-    interval_partition,
-    pick_full_compaction,
-)
-from lakeformat.operation.compact_lookup import (
+from lakeformat.operation.compact.append import AppendRewrite, pick_bucketed, pick_unaware
+from lakeformat.operation.compact.lookup import (
     bucket_vectors,
     lookup_runs,
     merge_positions,
     pick_lookup_unit,
     runs_meeting,
 )
-from lakeformat.operation.data_file_read import format_of
-from lakeformat.operation.lookup_merge import dedup_columns
-from lakeformat.operation.merge_tree_reader import BUDGET_COPIES, MergeTreeReader
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.runner import Runner, captured, default_runner, split_failures
 from lakeformat.operation.scan import FileStoreScan, PartitionPredicate
@@ -77,7 +78,7 @@ class CompactTask:
     memory_budget: int
     #: deletion vectors of `files` and `lookup_runs` at plan time (file name -> where it is)
     deletion_files: dict[str, DeletionFile] = field(default_factory=dict, compare=False)
-    #: a lookup table's files above `output_level`, one run per level (`compact_lookup`)
+    #: a lookup table's files above `output_level`, one run per level (`compact.lookup`)
     lookup_runs: tuple[tuple[DataFileMeta, ...], ...] = ()
     lookup_changelog: bool = False  # changelog-producer=lookup
     index_base: str | None = None  # the planned snapshot's index manifest
@@ -210,7 +211,7 @@ def _plan_append(buckets: dict[tuple[bytes, int], list], newest: dict[bytes, int
                  part_types: list, opts: CoreOptions, full: bool,
                  partition_idle_before: int | None) -> list[CompactTask]:
     """An append table's tasks: one per bucket of a bucketed table, one per group of small
-    files of a bucket-unaware one (`append_compact`). Each file counts as a sorted run."""
+    files of a bucket-unaware one (`compact.append`). Each file counts as a sorted run."""
     tasks = []
     for (partition, bucket), entries in sorted(buckets.items(), key=lambda kv: kv[0]):
         if partition_idle_before is not None and newest[partition] >= partition_idle_before:

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from lakeformat.errors import SnapshotNotFoundError
 from lakeformat.meta.snapshot import Snapshot
-from lakeformat.operation.snapshot_delta import partition_spec
+from lakeformat.operation.read.snapshot_delta import partition_spec
 from lakeformat.schema.table_schema import TableSchema
 
 __all__ = ["COMMIT_KINDS", "EPOCH", "SnapshotWatch", "WatchedTable", "snapshot_info"]

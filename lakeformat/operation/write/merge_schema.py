@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from lakeformat.errors import InvalidOptionError
 from lakeformat.merge import merge_engine
-from lakeformat.operation.conform import conform_merged, data_fields
+from lakeformat.operation.write.conform_input import conform_merged, data_fields
 from lakeformat.options import CoreOptions, parse_bool
 from lakeformat.schema.merging import (
     EXPLICIT_CAST,

@@ -9,9 +9,9 @@ Sequence numbers: a write numbers its records after the largest sequence number 
 in its base snapshot. If another commit added records to one of those buckets since then, the
 new records would tie with (or sort before) records committed earlier, and readers would not
 see "the later commit wins". Such a commit raises `SequenceConflict` before publishing, and the
-writer renumbers those buckets against the new base (see `operation/write.py`). A compaction
-whose inputs' sequence range overlaps a level-0 file added after its plan would change which of
-two tied records wins, so it is refused as a conflict.
+writer renumbers those buckets against the new base (see `operation/write/table_write.py`).
+A compaction whose inputs' sequence range overlaps a level-0 file added after its plan would
+change which of two tied records wins, so it is refused as a conflict.
 
 A publish whose outcome cannot be decided (the request failed, and reading the snapshot back
 failed too) raises `CommitStateUnknownError` and deletes nothing.
@@ -35,6 +35,7 @@ from lakeformat.errors import (
     UnsupportedError,
 )
 from lakeformat.layout import TablePaths
+from lakeformat.mergetree import KeyComparator
 from lakeformat.meta.data_file_meta import (
     DataFileMeta,
     FileKind,
@@ -45,8 +46,7 @@ from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile
 from lakeformat.meta.manifest import ManifestFile, ManifestList
 from lakeformat.meta.manifest_merge import compact_fully, merge_manifests
 from lakeformat.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
-from lakeformat.operation.commit_index import INHERIT, next_index_manifest, removed_files
-from lakeformat.operation.compact_levels import KeyComparator
+from lakeformat.operation.commit.index import INHERIT, next_index_manifest, removed_files
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.options import CoreOptions
 from lakeformat.schema.schema_manager import SchemaManager
@@ -91,9 +91,6 @@ class SequenceBase:
 NOT_WATCHED = -1
 #: the snapshot kinds a write commits
 WRITE_KINDS = ("APPEND", "OVERWRITE")
-#: snapshot property naming the lakeformat call ("write" or "delete") that made a commit with
-#: a commit identifier: both make APPEND snapshots, and one must not pass for the other
-OPERATION_PROPERTY = "lakeformat.operation"
 
 
 class AlreadyCommitted(CommitError):

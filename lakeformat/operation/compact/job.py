@@ -33,7 +33,8 @@ from lakeformat.errors import (
     CommitStateUnknownError,
 )
 from lakeformat.meta.binary_row import from_avro_bytes
-from lakeformat.operation.compact import (
+from lakeformat.operation.commit import DataJob
+from lakeformat.operation.compact.task import (
     CompactOutcome,
     CompactTask,
     CompactTaskExecutor,
@@ -44,7 +45,6 @@ from lakeformat.operation.compact import (
     plan_compaction,
     remove_outputs,
 )
-from lakeformat.operation.job import DataJob
 from lakeformat.operation.runner import Runner
 from lakeformat.operation.scan import PartitionPredicate
 from lakeformat.options import CoreOptions, parse_bool

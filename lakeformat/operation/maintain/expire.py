@@ -32,8 +32,8 @@ from lakeformat.meta.consumer import ConsumerManager
 from lakeformat.meta.data_file_meta import FileKind
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
-from lakeformat.operation.cleanup import OlderThan, delete_paths, past_cutoff_millis
-from lakeformat.operation.references import TableReferences, deleted_in
+from lakeformat.operation.maintain.cleanup import OlderThan, delete_paths, past_cutoff_millis
+from lakeformat.operation.maintain.references import TableReferences, deleted_in
 from lakeformat.operation.support import EXPIRE_SNAPSHOTS, check_supported
 from lakeformat.options import CoreOptions
 from lakeformat.results import MaintenanceResult

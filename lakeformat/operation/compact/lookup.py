@@ -6,7 +6,7 @@ Picking follows Java's `ForceUpLevel0Compaction`: universal compaction first, el
 level-0 run goes up (what a Java writer does before each commit of such a table). A full
 compaction of a deletion-vector bucket also rewrites a top run that carries vectors. A rewrite
 of level-0 files reads the files above its output level whose key range meets the section
-(`lookup_merge` does the rest); each replaced row gets a mark in its file's deletion vector,
+(`mergetree.lookup` does the rest); each replaced row gets a mark in its file's deletion vector,
 and the bucket's vectors are written into one new index file that replaces the bucket's
 [JAVA LookupMergeTreeCompactRewriter, BucketedDvMaintainer].
 """
@@ -17,6 +17,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from lakeformat.mergetree import (
+    CompactUnit,
+    KeyComparator,
+    Levels,
+    UniversalCompaction,
+    pick_full_compaction,
+)
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.meta.deletion_vector import (
     DeletionFile,
@@ -29,13 +36,6 @@ from lakeformat.meta.index_manifest import (
     DeletionVectorRange,
     IndexManifestEntry,
     IndexManifestFile,
-)
-from lakeformat.operation.compact_levels import (
-    CompactUnit,
-    KeyComparator,
-    Levels,
-    UniversalCompaction,
-    pick_full_compaction,
 )
 from lakeformat.storage import FileIO
 

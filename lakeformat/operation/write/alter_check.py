@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 
+from lakeformat.data.file_read import read_data_file
 from lakeformat.errors import SchemaMismatchError
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.data_file_meta import ManifestEntry
 from lakeformat.meta.snapshot import Snapshot
-from lakeformat.operation.data_file_read import read_data_file
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.options import CoreOptions

@@ -7,28 +7,15 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeformat import clock
 from lakeformat.errors import InvalidArgumentError
-from lakeformat.operation.predicate import Filter, dnf_terms, partition_predicate
+from lakeformat.expressions import Filter, dnf_terms, partition_predicate
+from lakeformat.meta.partition import typed_partition_value
 from lakeformat.operation.scan import PartitionPredicate
-from lakeformat.options import parse_duration, parse_memory_size
+from lakeformat.options import parse_duration
 from lakeformat.schema.table_schema import TableSchema
-from lakeformat.schema.types import to_arrow
-
-
-def typed_partition_value(schema: TableSchema, key: str, value: Any) -> Any:
-    """A partition value given as text (CLI) or Python value, in the column's type."""
-    if value is None:
-        return None
-    target = to_arrow(schema.field(key).type)
-    try:
-        return pa.scalar(value).cast(target).as_py()
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        raise InvalidArgumentError(f"partition value {value!r} does not fit column {key!r} "
-                                   f"({schema.field(key).type}): {e}") from e
 
 
 def select_partitions(schema: TableSchema, partitions: Sequence[dict[str, Any]] | None,
@@ -75,12 +62,3 @@ def idle_before(idle: Any) -> int | None:
         idle = parse_duration(str(idle), "partition_idle_time")
     return clock.local_millis_now() - int(idle.total_seconds() * 1000)
 
-
-def parse_budget(budget: int | str | None) -> int | None:
-    if budget is None:
-        return None
-    value = budget if isinstance(budget, int) else parse_memory_size(str(budget),
-                                                                     "memory_budget")
-    if value <= 0:
-        raise InvalidArgumentError(f"memory_budget must be positive, got {budget!r}")
-    return value

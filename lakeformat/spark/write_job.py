@@ -102,7 +102,7 @@ class SparkWriteJob(WriteJob):
                 f"{self.table_path}: dynamic-bucket (bucket=-1) primary-key tables are not "
                 "written through Spark yet (their bucket assignment is one sequential pass "
                 "over the partition's index); write with the library (engine='local')")
-        if self._already_landed(None):
+        if self.find_landed() is not None:
             return []
         if self.merge_schema_options is not None:
             schema, _ = evolve_for_write(SchemaManager(self.file_io, self.table_path),

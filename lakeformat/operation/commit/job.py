@@ -1,19 +1,30 @@
 """The driver every data job uses: plan → execute → commit (the architecture's one job model).
 
-A data job (a write, a delete, a compaction, ...) is a `DataJob`:
+A data job (a write, a delete, a compaction, a partition drop, ...) is a `DataJob`:
 
 * `plan()` (driver) → units: reads the latest snapshot once and splits the work into small
   serializable units; plans nothing when this job's commit identity already landed;
 * `execute(units, runner)` (anywhere) → commit messages: a pure function of each unit, run
   through a `Runner` (a thread pool in-process, Spark tasks on a cluster); when one unit fails,
-  the files of every unit are removed and its error raised;
+  the files of every unit are removed and its error raised. A job that writes no data file
+  (`metadata_jobs`) has nothing to execute: its units are its messages;
 * `commit(messages)` (driver) → the job's result: snapshot(s) through `FileStoreCommit`, with
   its conflict checks and retries; what cannot commit is removed (`abort`).
 
 Written here once, for every job: the commit identity (`check_commit_identity`; a job's
-committer carries its user and identifier), "already landed" (`landed_commits`: snapshots an
-earlier run of this identity made; `landed_after`: the snapshot a commit that looked failed
-published anyway), and `run()`. A job overrides `plan`, `execute`, `commit` and `abort`.
+committer carries its user and identifier, and `operation_properties` the snapshot property
+naming the call that made a commit), "already landed" (`landed_commits`: the snapshots an
+earlier run of this identity made that are this kind of job's commits — `commit_kinds` and the
+operation property — refusing an identity another kind of call used when
+`refuses_other_calls`; `find_landed`: the first of them, kept as `landed`; `landed_after`: the
+snapshot a commit that looked failed published anyway), and `run()`. A job overrides `plan`,
+`execute`, `commit` and `abort`, and sets `operation`, `commit_kinds` and
+`refuses_other_calls` when the defaults (a write's) are not its own.
+
+Retries are not a loop here: a taken snapshot id is retried inside `FileStoreCommit.commit`
+(`commit.min-retry-wait` doubling to `commit.max-retry-wait`, `commit.max-retries`,
+`commit.timeout`) for every job alike; what a job does on a conflict differs by job (a write
+renumbers its buckets, a compaction retries partition by partition) and stays in the job.
 """
 
 from __future__ import annotations
@@ -23,8 +34,8 @@ from numbers import Integral
 from typing import Generic, TypeVar
 
 from lakeformat.errors import CommitStateUnknownError, InvalidArgumentError
-from lakeformat.meta.snapshot import Snapshot
-from lakeformat.operation.commit.file_store_commit import FileStoreCommit
+from lakeformat.meta.snapshot import OPERATION_PROPERTY, Snapshot, operation_of
+from lakeformat.operation.commit.file_store_commit import WRITE_KINDS, FileStoreCommit
 from lakeformat.operation.runner import Runner
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
@@ -62,8 +73,13 @@ class DataJob(Generic[UnitT, MessageT, ResultT]):
     `commit` and `abort`; `run()` is the three steps in one process.
     """
 
-    #: the job's name in messages ("write", "delete", "compaction", ...)
+    #: the job's name in messages and in the operation property ("write", "delete", ...)
     operation: str = "job"
+    #: the snapshot kinds this job commits: what "already landed" looks for
+    commit_kinds: tuple[str, ...] = WRITE_KINDS
+    #: whether an identity that made only other kinds of commits is refused ("already landed"
+    #: would otherwise silently skip this job's work)
+    refuses_other_calls: bool = True
     committer: FileStoreCommit
 
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
@@ -77,6 +93,8 @@ class DataJob(Generic[UnitT, MessageT, ResultT]):
         self.runner = runner
         self.commit_identifier = commit_identifier
         self._commit_user = commit_user
+        #: the snapshot an earlier run of this (user, identifier) committed (`find_landed`)
+        self.landed: Snapshot | None = None
 
     def open_committer(self, schema: TableSchema | None = None,
                        properties: dict[str, str] | None = None) -> FileStoreCommit:
@@ -93,14 +111,47 @@ class DataJob(Generic[UnitT, MessageT, ResultT]):
     def commit_user(self) -> str:
         return self.committer.commit_user
 
+    def operation_properties(self) -> dict[str, str] | None:
+        """The snapshot properties of a commit with an identifier: which call made it (a
+        write, a delete), so a re-run finds its own commit and not another call's; None (no
+        properties, as Java writes) without an identifier."""
+        return None if self.commit_identifier is None else {OPERATION_PROPERTY: self.operation}
+
     # -- "already landed" ----------------------------------------------------------------------
+    def is_own_commit(self, snapshot: Snapshot) -> bool:
+        """Whether `snapshot` (made with this job's identity) is this kind of job's commit: one
+        of `commit_kinds`, with this job's operation property (a snapshot without one — Java's,
+        or one committed without an identifier — counts as this job's)."""
+        return snapshot.commit_kind in self.commit_kinds and (snapshot.properties or {}).get(
+            OPERATION_PROPERTY, self.operation) == self.operation
+
     def landed_commits(self, since: int | None = None) -> list[Snapshot]:
         """The retained snapshots after `since` (oldest first) that a run of this job's
-        (user, identifier) committed; [] for a job without an identifier."""
+        (user, identifier) committed as this kind of job (`is_own_commit`); [] for a job
+        without an identifier. When that pair made only other kinds of commits (a compaction,
+        a delete for a write) and the job `refuses_other_calls`, `InvalidArgumentError`: its
+        work would otherwise be silently skipped."""
         if self.commit_identifier is None:
             return []
-        return self.committer.snapshots.find_commit(self.commit_user, self.commit_identifier,
-                                                    since)
+        found = self.committer.snapshots.find_commit(self.commit_user, self.commit_identifier,
+                                                     since)
+        mine = [s for s in found if self.is_own_commit(s)]
+        if found and not mine and self.refuses_other_calls:
+            raise InvalidArgumentError(
+                f"{self.table_name}: commit_user {self.commit_user!r} with commit_identifier "
+                f"{self.commit_identifier} already made snapshot {found[0].id} "
+                f"({operation_of(found[0])}), not a {self.operation}; give each "
+                f"{self.operation} its own identifier")
+        return mine
+
+    def find_landed(self) -> Snapshot | None:
+        """The snapshot an earlier run of this job's (user, identifier) committed, if any,
+        kept as `landed`; found without planning (nothing is read but snapshot files). `plan`
+        then plans nothing and `commit` reports it."""
+        mine = self.landed_commits()
+        if mine:
+            self.landed = mine[0]
+        return self.landed
 
     def landed_after(self, since: int | None, kind: str, error: BaseException
                      ) -> Snapshot | None:

@@ -9,8 +9,11 @@
   conflicts is retried partition by partition, and the files of whatever cannot commit are
   deleted (recorded in `failed`).
 
-It is a `DataJob` (`job.py`): the commit identity and "already landed" are the base's; it
-overrides the three steps, `abort`, and `run` (which commits group by group). The table's
+It is a `DataJob` (`commit/job.py`): the commit identity and "already landed" are the base's
+(`landed_commits` over COMPACT snapshots, `landed_after` for a commit that looked failed); it
+overrides the three steps, `abort`, and `run` (which commits group by group), and sets
+`commit_kinds` (COMPACT) and `refuses_other_calls` (False: an identity a write used is no
+reason to refuse a compaction, which plans from the latest snapshot anyway). The table's
 options are checked once (`check_compactable`) and handed to the planner and the executor.
 
 Every snapshot of one job carries the job's `commit_user` and `commit_identifier`. Compaction is
@@ -56,9 +59,14 @@ ProgressFn = Callable[[str], Any]
 
 
 class CompactJob(DataJob[list[CompactTask], CompactOutcome, CompactResult]):
-    """One compaction of a table's latest snapshot (see the module docstring)."""
+    """One compaction of a table's latest snapshot (see the module docstring).
+
+    Of the `DataJob` base it overrides `plan`, `execute`, `commit`, `abort` and `run`, and the
+    class attributes `operation`, `commit_kinds` and `refuses_other_calls`."""
 
     operation = "compaction"
+    commit_kinds = ("COMPACT",)
+    refuses_other_calls = False
 
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
                  table_name: str | None = None, *, full: bool = True,
@@ -88,7 +96,7 @@ class CompactJob(DataJob[list[CompactTask], CompactOutcome, CompactResult]):
     # -- plan ----------------------------------------------------------------------------------
     def plan(self) -> list[list[CompactTask]]:
         """The tasks of the latest snapshot, one list per commit group."""
-        self.earlier = [s.id for s in self.landed_commits() if s.commit_kind == "COMPACT"]
+        self.earlier = [s.id for s in self.landed_commits()]
         latest = self.committer.snapshots.latest_snapshot()
         tasks = plan_compaction(self.file_io, self.table_path, self.schema, latest, self.full,
                                 self.memory_budget, self.partition_filter,

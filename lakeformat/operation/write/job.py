@@ -36,16 +36,14 @@ from lakeformat.errors import (
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
-    InvalidArgumentError,
     SchemaMismatchError,
 )
 from lakeformat.merge.sort import DELETE
 from lakeformat.meta.data_file_meta import FileKind, ManifestEntry
 from lakeformat.meta.index_manifest import IndexManifestEntry
-from lakeformat.meta.snapshot import OPERATION_PROPERTY, Snapshot, operation_of
+from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.commit import (
     NOT_WATCHED,
-    WRITE_KINDS,
     AlreadyCommitted,
     CommitMessage,
     DataJob,
@@ -76,7 +74,8 @@ from lakeformat.storage import FileIO, PendingFiles
 #: with each renumbering of the same write)
 RENUMBER_GAP = 1 << 20
 
-__all__ = ["RENUMBER_GAP", "WriteJob", "check_commit_identity", "delete_rows", "write_table"]
+__all__ = ["RENUMBER_GAP", "WriteJob", "check_commit_identity", "commit_result", "delete_rows",
+           "write_table"]
 
 
 def delete_rows(schema: TableSchema, keys: pa.Table) -> tuple[pa.Table, np.ndarray]:
@@ -104,16 +103,37 @@ def delete_rows(schema: TableSchema, keys: pa.Table) -> tuple[pa.Table, np.ndarr
     return full, np.full(full.num_rows, DELETE, dtype=np.int8)
 
 
+def commit_result(table_name: str, snap: Snapshot | None, entries: Sequence[ManifestEntry], *,
+                  started: float, rows_written: int, commit_user: str,
+                  commit_identifier: int | None, rewrites: int = 0, already: bool = False,
+                  partitions_dropped: Sequence[str] = ()) -> CommitResult:
+    """The result of a write or delete whose snapshot `snap` (None: nothing was committed)
+    changed the data files `entries`, counted from them; `started`: the job's
+    `time.monotonic()` at its start; `already`: `snap` is an earlier run's commit."""
+    added = [e for e in entries if e.kind == FileKind.ADD]
+    return CommitResult(
+        table=table_name, snapshot_id=snap.id if snap else None,
+        commit_kind=snap.commit_kind if snap else None, rows_written=rows_written,
+        files_added=len(added), files_deleted=len(entries) - len(added),
+        bytes_added=sum(e.file.file_size for e in added),
+        duration_s=round(time.monotonic() - started, 3), rewrites=rewrites,
+        commit_user=commit_user, commit_identifier=commit_identifier,
+        already_committed=already, partitions_dropped=tuple(partitions_dropped))
+
+
 class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
     """One batch write as plan → execute → commit (see the module docstring).
 
     `merge_schema_options`: the write's options when it is a merge-schema write (the schema is
     evolved in `plan`, before any file is written); None for a plain write.
 
-    Of the `DataJob` base it overrides the three steps and `abort`. A job whose execute step
-    runs elsewhere (Spark) overrides the public hooks `renumber` (how the files of buckets
-    another writer landed records in meanwhile get numbers past them) and `count_written_rows`
-    (the rows the result reports).
+    Of the `DataJob` base it overrides the three steps and `abort`; its `operation` ("write",
+    or "delete" for `delete(keys)` and a delete by predicate's rows) is recorded in the
+    snapshot of a commit with an identifier, and "already landed" (`find_landed`) is the
+    base's, over a write's commit kinds (APPEND, OVERWRITE). A job whose execute step runs
+    elsewhere (Spark) overrides the public hooks `renumber` (how the files of buckets another
+    writer landed records in meanwhile get numbers past them) and `count_written_rows` (the
+    rows the result reports).
     """
 
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, data: pa.Table,
@@ -135,12 +155,11 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
         self.operation = operation
         #: a lookup table's level-0 files are compacted once the write landed (`commit`)
         self.compact_lookup = compact_lookup
-        self.open_committer(properties=self._properties())
+        self.open_committer(properties=self.operation_properties())
         self.units: list[WriteUnit] = []
         self.messages: list[CommitMessage] = []
         self.base: SequenceBase | None = None
         self.base_id: int | None = None
-        self.landed: Snapshot | None = None  # this (user, identifier) had already committed
         self.rewrites = 0
         self.index_entries: list[IndexManifestEntry] = []
         self._start = time.monotonic()
@@ -150,7 +169,7 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
         """Read the base snapshot, evolve the schema for a merge-schema write, and split the
         rows into units. Plans nothing when this commit's (user, identifier) already landed."""
         self._start = time.monotonic()
-        if self._already_landed(None):
+        if self.find_landed() is not None:
             return []
         if self.merge_schema_options is not None:
             schema, self.data = evolve_for_write(SchemaManager(self.file_io, self.table_path),
@@ -166,39 +185,11 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
             {(u.partition, u.bucket): u.max_sequence_number for u in self.units})
         return self.units
 
-    def _properties(self) -> dict[str, str] | None:
-        """A commit with an identifier records which call made it (write or delete)."""
-        return None if self.commit_identifier is None else {OPERATION_PROPERTY: self.operation}
-
     def use_schema(self, schema: TableSchema) -> None:
         """Write and commit with `schema` from now on (a merge-schema write evolved the
         table in its plan step)."""
         self.writer = TableWrite(self.file_io, self.table_path, schema)
-        self.open_committer(schema, self._properties())
-
-    def find_landed(self) -> Snapshot | None:
-        """The snapshot this job's (user, identifier) already committed, if any, found without
-        planning (nothing is read but snapshot files); `commit()` then reports it."""
-        self._already_landed(None)
-        return self.landed
-
-    def _already_landed(self, since: int | None) -> bool:
-        """Whether a commit of this call (write, or delete) with this (user, identifier)
-        landed after `since`. A pair used only by another kind of call (a compaction, a delete
-        for a write) is refused: its rows would otherwise be silently skipped."""
-        found = self.landed_commits(since)
-        mine = [s for s in found if s.commit_kind in WRITE_KINDS and (s.properties or {}).get(
-            OPERATION_PROPERTY, self.operation) == self.operation]
-        if mine:
-            self.landed = mine[0]
-            return True
-        if found:
-            made = operation_of(found[0])
-            raise InvalidArgumentError(
-                f"{self.table_name}: commit_user {self.commit_user!r} with commit_identifier "
-                f"{self.commit_identifier} already made snapshot {found[0].id} ({made}), not a "
-                f"{self.operation}; give each {self.operation} its own identifier")
-        return False
+        self.open_committer(schema, self.operation_properties())
 
     # -- execute -------------------------------------------------------------------------------
     def execute(self, units: Sequence[WriteUnit] | None = None, runner: Runner | None = None
@@ -320,16 +311,11 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
 
     def _result(self, snap: Snapshot | None, entries: Sequence[ManifestEntry],
                 already: bool = False) -> CommitResult:
-        added = [e for e in entries if e.kind == FileKind.ADD]
-        return CommitResult(
-            table=self.table_name, snapshot_id=snap.id if snap else None,
-            commit_kind=snap.commit_kind if snap else None,
+        return commit_result(
+            self.table_name, snap, entries, started=self._start,
             rows_written=self.data.num_rows if already else self.count_written_rows(),
-            files_added=len(added), files_deleted=len(entries) - len(added),
-            bytes_added=sum(e.file.file_size for e in added),
-            duration_s=round(time.monotonic() - self._start, 3), rewrites=self.rewrites,
-            commit_user=self.commit_user, commit_identifier=self.commit_identifier,
-            already_committed=already)
+            rewrites=self.rewrites, commit_user=self.commit_user,
+            commit_identifier=self.commit_identifier, already=already)
 
     def count_written_rows(self) -> int:
         """The rows this job wrote, as its result reports them (hook: a job whose rows never

@@ -1,10 +1,11 @@
 """Committing: the commit protocol of a snapshot (`file_store_commit`: manifests, conflict
-checks, the write-if-absent of `snapshot-N`), the index manifest a commit carries (`index`) and
+checks, the write-if-absent of `snapshot-N`), the index manifest a commit carries (`index`),
 the job driver every data job runs on (`job`: plan -> execute -> commit, commit identity,
-"already landed", abort).
+"already landed", abort) and the jobs that write no data file (`metadata_jobs`: partition
+drop, manifest compaction).
 
 A new kind of data job subclasses `DataJob` here and lives with its kind of work
-(`write/`, `compact/`, `maintain/`)."""
+(`write/`, `compact/`, `maintain/`); one that only commits metadata lives in `metadata_jobs`."""
 
 from __future__ import annotations
 
@@ -22,13 +23,21 @@ from lakeformat.operation.commit.job import (
     DataJob,
     check_commit_identity,
 )
+from lakeformat.operation.commit.metadata_jobs import (
+    CompactManifestsJob,
+    DropPartitionsJob,
+    PartitionSelector,
+)
 
 __all__ = [
     "AlreadyCommitted",
     "CommitMessage",
+    "CompactManifestsJob",
     "DataJob",
+    "DropPartitionsJob",
     "FileStoreCommit",
     "NOT_WATCHED",
+    "PartitionSelector",
     "SequenceBase",
     "SequenceConflict",
     "WRITE_KINDS",

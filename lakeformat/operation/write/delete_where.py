@@ -3,10 +3,10 @@
 Two ways, chosen from the columns the predicate names:
 
 * only **partition columns** — the partitions whose values match are dropped whole by one
-  OVERWRITE commit that deletes every file live in them (what Paimon's `DELETE FROM t WHERE
-  dt = ...` on partition columns and `ALTER TABLE ... DROP PARTITION` do; partition expiry
-  drops partitions the same way). Nothing is read but the manifests, and any merge engine
-  takes it.
+  OVERWRITE commit that deletes every file live in them (a `DropPartitionsJob`: what Paimon's
+  `DELETE FROM t WHERE dt = ...` on partition columns and `ALTER TABLE ... DROP PARTITION` do;
+  partition expiry drops partitions with the same job). Nothing is read but the manifests, and
+  any merge engine takes it.
 * any other column — the matching rows are read with merge-on-read (`read_batches`, within the
   memory budget) and their primary keys written as -D records, as `delete(keys)` writes them:
   one APPEND commit. Refused before anything is read when the merge engine would keep the
@@ -19,6 +19,10 @@ kept are only the matching rows' primary-key columns (and NOT NULL and `sequence
 columns, which a -D record carries), gathered into one table and written by one `WriteJob` —
 so one commit, one snapshot, as `delete(keys)` with those keys would make. A delete of N keys
 holds N keys.
+
+`DeleteWhere` is a `DataJob` (operation "delete") whose plan picks the way and makes the job
+that does the work; the snapshot it commits records "delete" as its operation (with a commit
+identifier), as `delete(keys)` does.
 
 The predicate is checked against the table's columns first (an unknown column is an
 `InvalidFilterError` naming it, before anything is read or written). With a commit user and
@@ -40,15 +44,16 @@ from lakeformat.expressions import Filter, check_filter, dnf_terms, to_expressio
 from lakeformat.merge.context import MergeContext
 from lakeformat.merge.partial_update_options import REMOVE_ON_DELETE, REMOVE_ON_SEQUENCE_GROUP
 from lakeformat.meta.binary_row import from_avro_bytes
-from lakeformat.meta.data_file_meta import FileKind
+from lakeformat.meta.data_file_meta import ManifestEntry
 from lakeformat.meta.partition import partition_path
-from lakeformat.meta.snapshot import Snapshot, SnapshotManager
-from lakeformat.operation.commit import NOT_WATCHED, AlreadyCommitted
+from lakeformat.meta.snapshot import Snapshot
+from lakeformat.operation.commit import CommitMessage, DataJob, DropPartitionsJob
 from lakeformat.operation.compact import compact_after_write
 from lakeformat.operation.read import TableRead
 from lakeformat.operation.runner import Runner
 from lakeformat.operation.scan import FileStoreScan
-from lakeformat.operation.write.job import WriteJob, delete_rows
+from lakeformat.operation.write.job import WriteJob, commit_result, delete_rows
+from lakeformat.operation.write.table_write import WriteUnit
 from lakeformat.options import CoreOptions, parse_bool
 from lakeformat.results import CommitResult
 from lakeformat.schema.schema_manager import SchemaManager
@@ -76,23 +81,41 @@ def partition_only(where: Filter, schema: TableSchema) -> bool:
     return all(col in schema.partition_keys for conj in dnf_terms(where) for col, _, _ in conj)
 
 
-class DeleteWhere:
-    """One delete by predicate (see the module docstring)."""
+class DeleteWhere(DataJob[WriteUnit | bytes, CommitMessage | bytes, CommitResult]):
+    """One delete by predicate (see the module docstring), operation "delete".
+
+    Its plan picks the way and makes the job that does the work: a `DropPartitionsJob` (the
+    partitions the predicate selects) or, for rows, a `WriteJob` of the -D records of the
+    matching keys; `execute` and `commit` are that job's, and `commit` then compacts a lookup
+    table. The commit identity, "already landed" (over a write's commit kinds, with the
+    operation property "delete") and `run()` are the base's.
+
+    Of the `DataJob` base it overrides `plan`, `execute`, `commit` and `abort` (the files of
+    the rows' write job, if any), and `operation`.
+    """
+
+    operation = OPERATION
 
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
                  schema_manager: SchemaManager, where: Filter, *, table_name: str,
                  commit_user: str | None = None, commit_identifier: int | None = None,
                  runner: Runner | None = None, memory_budget: int | None = None):
-        self.file_io = file_io
-        self.table_path = table_path
-        self.schema = schema
+        check_filter(where, schema.fields, table_name)
+        if where is None or (not isinstance(where, pc.Expression) and (
+                not dnf_terms(where) or not all(dnf_terms(where)))):
+            raise InvalidFilterError(f"delete from {table_name}: `where` is empty; it "
+                                     "would delete every row (overwrite the table instead)")
+        super().__init__(file_io, table_path, schema, table_name, commit_user=commit_user,
+                         commit_identifier=commit_identifier, runner=runner)
         self.schema_manager = schema_manager
         self.where = where
-        self.table_name = table_name
-        self.commit_user = commit_user
-        self.commit_identifier = commit_identifier
-        self.runner = runner
         self.memory_budget = memory_budget
+        self.open_committer(properties=self.operation_properties())
+        #: the job doing the work, made by `plan`: whole partitions, or the rows' -D records
+        self.drop: DropPartitionsJob | None = None
+        self.write: WriteJob | None = None
+        #: (path text, partition row) of the partitions the predicate selected
+        self.matched: list[tuple[str, bytes]] = []
         self._start = time.monotonic()
 
     def _job(self, keys: pa.Table) -> WriteJob:
@@ -111,28 +134,69 @@ class DeleteWhere:
         return [f.name for f in self.schema.fields if f.name != rowkind and (
             f.name in self.schema.primary_keys or not f.type.nullable or f.name in sequence)]
 
-    def run(self) -> CommitResult:
-        """The delete, then (a lookup table) the compaction of every partition."""
-        return compact_after_write(self.file_io, self.table_path, self.schema, self.table_name,
-                                   self._delete(), None, stacklevel=3)
-
-    def _delete(self) -> CommitResult:
+    # -- the three steps -------------------------------------------------------------------
+    def plan(self) -> list[WriteUnit | bytes]:
+        """The partitions to drop when the predicate reads partition columns only, else the
+        units of the write of the matching rows' -D records (the rows are read here). Plans
+        nothing when this delete already landed (then `commit` reports it): the rows it
+        deleted are gone, so the predicate would now match nothing."""
         self._start = time.monotonic()
-        check_filter(self.where, self.schema.fields, self.table_name)
-        if self.where is None or (not isinstance(self.where, pc.Expression) and (
-                not dnf_terms(self.where) or not all(dnf_terms(self.where)))):
-            raise InvalidFilterError(f"delete from {self.table_name}: `where` is empty; it "
-                                     "would delete every row (overwrite the table instead)")
-        names = self._key_columns()
-        probe = self._job(self._empty(names))
-        if probe.find_landed() is not None:  # a re-run: report the earlier commit
-            return probe.commit()
+        self.drop = self.write = None
         if partition_only(self.where, self.schema):
-            return self._drop_partitions(probe)
-        return self._retract_rows(probe, names)
+            self.drop = DropPartitionsJob(
+                self.file_io, self.table_path, self.schema, self._select_partitions,
+                self.table_name, operation=OPERATION, commit_user=self.commit_user,
+                commit_identifier=self.commit_identifier)
+            units = self.drop.plan()  # finds this delete's earlier commit, if any
+            self.landed = self.drop.landed
+            return list(units)
+        if self.find_landed() is not None:
+            return []
+        self._check_engine_removes_rows()
+        keys = self._matching_keys()
+        if not keys.num_rows:
+            return []
+        self.write = self._job(keys)
+        return list(self.write.plan())
 
-    def _empty(self, names: Sequence[str]) -> pa.Table:
-        return arrow_schema(self.schema.fields_of(list(names)), with_id=False).empty_table()
+    def execute(self, units: Sequence[WriteUnit | bytes] | None = None,
+                runner: Runner | None = None) -> list[CommitMessage | bytes]:
+        """The rows' -D files (the partitions to drop have nothing to write)."""
+        if self.write is not None:
+            return list(self.write.execute(units, runner))  # type: ignore[arg-type]
+        if self.drop is not None:
+            return list(self.drop.execute(units, runner))  # type: ignore[arg-type]
+        return []
+
+    def commit(self, messages: Sequence[CommitMessage | bytes] | None = None) -> CommitResult:
+        """The delete's one snapshot (OVERWRITE of the dropped partitions, or APPEND of the
+        -D records), then (a lookup table) the compaction of every partition."""
+        result = self._commit(messages)
+        return compact_after_write(self.file_io, self.table_path, self.schema, self.table_name,
+                                   result, None, stacklevel=4)
+
+    def _commit(self, messages: Sequence[CommitMessage | bytes] | None) -> CommitResult:
+        if self.landed is not None:  # a re-run: report the earlier commit
+            return self._landed_result(self.landed)
+        if self.drop is not None:
+            snap = self.drop.commit(messages)  # type: ignore[arg-type]
+            if self.drop.landed is not None:  # another run of this delete landed first
+                return self._landed_result(self.drop.landed)
+            if snap is None:  # nothing matched, or another job emptied them first
+                return self._result(None, [])
+            return self._result(snap, self.drop.committer.committed_entries,
+                                partitions=[spec for spec, _ in self.matched])
+        if self.write is None:  # no row matched
+            return self._result(None, [])
+        result = self.write.commit(messages)  # type: ignore[arg-type]
+        rows = self.write.data.num_rows
+        return dataclasses.replace(result, rows_deleted=rows if result.snapshot_id is not None
+                                   else 0)
+
+    def abort(self) -> None:
+        """Remove the -D files written (a partition drop wrote none)."""
+        if self.write is not None:
+            self.write.abort()
 
     # -- rows ------------------------------------------------------------------------------------
     def _check_engine_removes_rows(self) -> None:
@@ -162,18 +226,14 @@ class DeleteWhere:
                 f"refused: {why}. A predicate on partition columns only drops whole "
                 "partitions with any merge engine.")
 
-    def _retract_rows(self, probe: WriteJob, names: list[str]) -> CommitResult:
-        self._check_engine_removes_rows()
-        latest = SnapshotManager(self.file_io, self.table_path).latest_snapshot()
+    def _matching_keys(self) -> pa.Table:
+        """The columns a -D record carries of every row the predicate matches in the latest
+        snapshot, read with merge-on-read within the memory budget."""
+        latest = self.committer.snapshots.latest_snapshot()
         reader = TableRead(self.file_io, self.table_path, self.schema, self.schema_manager,
                            self.memory_budget)
-        stream = reader.read_batches(latest, names, self.where)
-        keys = pa.Table.from_batches(list(stream), schema=stream.schema)
-        if not keys.num_rows:
-            return self._result(probe, None, [], 0, 0)
-        result = self._job(keys).run()
-        return dataclasses.replace(result, rows_deleted=keys.num_rows if result.snapshot_id
-                                   is not None else 0)
+        stream = reader.read_batches(latest, self._key_columns(), self.where)
+        return pa.Table.from_batches(list(stream), schema=stream.schema)
 
     # -- partitions ------------------------------------------------------------------------------
     def _matching_partitions(self, latest: Snapshot | None) -> list[tuple[str, bytes]]:
@@ -195,32 +255,18 @@ class DeleteWhere:
         return sorted((partition_path(values[i], fields, default, False), live[i])
                       for i in hits)
 
-    def _drop_partitions(self, probe: WriteJob) -> CommitResult:
-        committer = probe.committer  # the job's: same user, identifier and properties
-        latest = committer.snapshots.latest_snapshot()
-        matched = self._matching_partitions(latest)
-        if not matched:
-            return self._result(probe, None, [], 0, 0)
-        watch = NOT_WATCHED if self.commit_identifier is None else (latest.id if latest
-                                                                     else None)
-        try:
-            snap = committer.commit([], overwrite_partitions=[raw for _, raw in matched],
-                                    other_runs_after=watch)
-        except AlreadyCommitted as twin:  # another run of this delete landed first
-            probe.landed = twin.snapshot
-            return probe.commit()
-        if snap is None:  # another job emptied them first
-            return self._result(probe, None, [], 0, 0)
-        dropped = [e for e in committer.committed_entries if e.kind == FileKind.DELETE]
-        return self._result(probe, snap, [spec for spec, _ in matched], len(dropped),
-                            len(committer.committed_entries) - len(dropped))
+    def _select_partitions(self, latest: Snapshot | None) -> list[bytes]:
+        """`DropPartitionsJob`'s selector: the partitions the predicate matches."""
+        self.matched = self._matching_partitions(latest)
+        return [raw for _, raw in self.matched]
 
-    def _result(self, probe: WriteJob, snap: Snapshot | None, partitions: list[str],
-                deleted: int, added: int) -> CommitResult:
-        return CommitResult(
-            table=self.table_name, snapshot_id=snap.id if snap else None,
-            commit_kind=snap.commit_kind if snap else None, rows_written=0,
-            files_added=added, files_deleted=deleted, bytes_added=0,
-            duration_s=round(time.monotonic() - self._start, 3), commit_user=probe.commit_user,
-            commit_identifier=self.commit_identifier, partitions_dropped=tuple(partitions))
+    def _landed_result(self, snap: Snapshot) -> CommitResult:
+        self.landed = snap
+        return self._result(snap, self.committer.delta_entries(snap), already=True)
 
+    def _result(self, snap: Snapshot | None, entries: Sequence[ManifestEntry],
+                already: bool = False, partitions: Sequence[str] = ()) -> CommitResult:
+        return commit_result(self.table_name, snap, entries, started=self._start,
+                             rows_written=0, commit_user=self.commit_user,
+                             commit_identifier=self.commit_identifier, already=already,
+                             partitions_dropped=partitions)

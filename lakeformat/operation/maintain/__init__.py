@@ -19,7 +19,9 @@ from lakeformat.operation.maintain.orphan_files import (
     remove_orphan_files,
 )
 from lakeformat.operation.maintain.partition_expire import (
+    PartitionExpiry,
     expire_partitions,
+    expired_partitions,
 )
 from lakeformat.operation.maintain.references import (
     TableReferences,
@@ -38,11 +40,13 @@ from lakeformat.operation.maintain.tags import (
 
 __all__ = [
     "OlderThan",
+    "PartitionExpiry",
     "TableReferences",
     "clean_schemas",
     "create_tag",
     "delete_tag",
     "expire_partitions",
+    "expired_partitions",
     "expire_snapshots",
     "list_tags",
     "remove_orphan_files",

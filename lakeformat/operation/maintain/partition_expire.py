@@ -7,8 +7,12 @@ as `yyyyMMdd`; default: `yyyy-MM-dd HH:mm:ss` or `yyyy-MM-dd`, leniently) parses
 expires when its time is before now − `partition.expiration-time` (local time, as Java's
 `LocalDateTime.now()`). At most `partition.expiration-max-num` partitions (default 100, the
 first in the order of their joined values) are dropped per run, as one OVERWRITE snapshot that
-deletes every file live in them; the files themselves go when the snapshots holding them
-expire. Partitions whose values cannot be read as a time are kept and reported.
+deletes every file live in them (`DropPartitionsJob`); the files themselves go when the
+snapshots holding them expire. Partitions whose values cannot be read as a time are kept and
+reported.
+
+`expired_partitions` is the rule alone — which of the partitions a caller already has expire
+now — and reads no file; `expire_partitions` runs it over the latest snapshot and drops them.
 
 DATE and TIMESTAMP partition values are read as their ISO text (`2024-01-31`,
 `2024-01-31 10:00:00`); Java would try to parse its internal number and keep the partition.
@@ -19,8 +23,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 from lakeformat import clock
 from lakeformat.errors import (
@@ -31,8 +35,8 @@ from lakeformat.errors import (
 )
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.partition import partition_path, partition_value_text
-from lakeformat.meta.snapshot import SnapshotManager
-from lakeformat.operation.commit import FileStoreCommit
+from lakeformat.meta.snapshot import Snapshot, SnapshotManager
+from lakeformat.operation.commit import DropPartitionsJob
 from lakeformat.operation.maintain.cleanup import OlderThan
 from lakeformat.operation.maintain.references import TableReferences
 from lakeformat.operation.scan import FileStoreScan
@@ -188,8 +192,37 @@ def extract_time(keys: Sequence[str], values: Sequence[str | None], pattern: str
 
 
 # -- expiry ---------------------------------------------------------------------------------
-def _cutoff(expiration_time: OlderThan, options: dict[str, str]) -> dt.datetime:
-    """The local date-time before which partitions expire."""
+class PartitionExpiry(NamedTuple):
+    """Which partitions expire (`expired_partitions`)."""
+
+    #: (path text such as `dt=2024-01-01`, serialized partition row) of every expired
+    #: partition, in the order a run drops them (by their joined values); a run drops at most
+    #: `partition.expiration-max-num` of them, the first
+    expired: list[tuple[str, bytes]]
+    #: why partitions that cannot expire are kept (their values hold no time), in input order
+    kept: list[str]
+
+
+def _check_strategy(opts: CoreOptions) -> None:
+    strategy = str(opts.get(EXPIRATION_STRATEGY, "values-time")).strip()
+    if strategy != "values-time":
+        raise InvalidOptionError(f"unknown {EXPIRATION_STRATEGY} {strategy!r} (values-time, "
+                                 "update-time)")
+
+
+def _time_format(opts: CoreOptions) -> tuple[str | None, str | None]:
+    """(timestamp pattern, formatter) of the table; a bad formatter is an error, not "no
+    partition expires"."""
+    pattern, formatter = opts.get(TIMESTAMP_PATTERN), opts.get(TIMESTAMP_FORMATTER)
+    if formatter is not None:
+        compile_formatter(formatter)
+    return pattern, formatter
+
+
+def _cutoff(expiration_time: OlderThan, options: dict[str, str],
+            now: dt.datetime | None = None) -> dt.datetime:
+    """The local date-time before which partitions expire (`now`: default the local wall
+    clock)."""
     if isinstance(expiration_time, dt.datetime):
         if expiration_time.tzinfo is not None:
             return expiration_time.astimezone().replace(tzinfo=None)
@@ -208,7 +241,7 @@ def _cutoff(expiration_time: OlderThan, options: dict[str, str]) -> dt.datetime:
         raise InvalidOptionError(f"expiration_time must be a datetime, timedelta or duration "
                                  f"text, got {expiration_time!r}")
     try:
-        return clock.local_now() - age
+        return (clock.local_now() if now is None else now) - age
     except OverflowError:  # an age reaching back before year 1
         raise InvalidOptionError(f"expiration_time {expiration_time!r} reaches back before the "
                                  "year 1; pass a shorter age") from None
@@ -223,65 +256,97 @@ def _value_text(value: Any, data_type: Any) -> str | None:
         return str(value)
 
 
-def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
-                      expiration_time: OlderThan, dry_run: bool) -> MaintenanceResult:
-    start = time.monotonic()
-    if not schema.partition_keys:
-        raise InvalidArgumentError(f"{table_name} has no partition keys: there are no "
-                                   "partitions to expire")
+def expired_partitions(schema: TableSchema, partitions: Iterable[bytes],
+                       expiration_time: OlderThan = None, now: dt.datetime | None = None
+                       ) -> PartitionExpiry:
+    """Which of `partitions` (serialized partition rows, as manifest entries hold them, e.g.
+    the partitions live in a snapshot) have expired, by the table's values-time rule (see the
+    module docstring): `(expired, kept)` as `PartitionExpiry` says. Reads no file.
+
+    `expiration_time` as `expire_partitions` takes it: a `datetime` (the cut-off itself), a
+    `timedelta` or duration text (an age before `now`), None (the table's
+    `partition.expiration-time`). `now`: a naive local date-time (default: the local wall
+    clock, as Java's `LocalDateTime.now()`). Raises `InvalidOptionError` for an option or an
+    `expiration_time` it cannot use, `UnsupportedError` for a formatter it cannot read."""
     opts = CoreOptions(schema.options)
-    strategy = str(opts.get(EXPIRATION_STRATEGY, "values-time")).strip()
-    check_supported(schema, EXPIRE_PARTITIONS, table_path)
-    if strategy != "values-time":
-        raise InvalidOptionError(f"unknown {EXPIRATION_STRATEGY} {strategy!r} (values-time, "
-                                 "update-time)")
-    raw_max = str(opts.get(EXPIRATION_MAX_NUM, str(DEFAULT_MAX_NUM))).strip()
-    max_num = int(raw_max) if re.fullmatch(r"-?\d+", raw_max) else 0
-    if max_num < 1:
-        raise InvalidOptionError(f"option {EXPIRATION_MAX_NUM!r} must be a positive integer, "
-                                 f"got {raw_max!r}")
-    pattern, formatter = opts.get(TIMESTAMP_PATTERN), opts.get(TIMESTAMP_FORMATTER)
-    if formatter is not None:
-        compile_formatter(formatter)  # a bad formatter is an error, not "no partition expires"
-    cutoff = _cutoff(expiration_time, dict(schema.options))
-    result = MaintenanceResult(table_name, OPERATION, dry_run=dry_run)
-    latest = SnapshotManager(file_io, table_path).latest_snapshot()
+    _check_strategy(opts)
+    pattern, formatter = _time_format(opts)
+    cutoff = _cutoff(expiration_time, dict(schema.options), now)
+    return _expired(schema, opts, partitions, cutoff, pattern, formatter)
+
+
+def _expired(schema: TableSchema, opts: CoreOptions, partitions: Iterable[bytes],
+             cutoff: dt.datetime, pattern: str | None, formatter: str | None) -> PartitionExpiry:
     fields = schema.partition_fields()
     types = [f.type for f in fields]
     keys = list(schema.partition_keys)
-    files: dict[bytes, list[int]] = {}
-    for e in FileStoreScan(file_io, table_path, schema).live_entries(latest):
-        files.setdefault(e.partition, []).append(e.file.file_size)
     expired: list[tuple[str, bytes, str]] = []
-    for partition in files:
+    kept: list[str] = []
+    for partition in partitions:
         values = from_avro_bytes(partition, types)
         texts = [_value_text(v, t) for v, t in zip(values, types, strict=True)]
         spec = partition_path(values, fields, opts.partition_default_name, False) or "/"
         try:
             when = extract_time(keys, texts, pattern, formatter)
         except TimeParseError as e:
-            result.skipped.append(f"{spec}: kept, no time in its values ({e})")
+            kept.append(f"{spec}: kept, no time in its values ({e})")
             continue
         if when < cutoff:
             joined = ",".join(opts.partition_default_name if t is None else t for t in texts)
             expired.append((joined, partition, spec))
     expired.sort()
-    if len(expired) > max_num:
-        result.skipped.append(f"{len(expired) - max_num} more expired partitions left for the "
-                              f"next run ({EXPIRATION_MAX_NUM}={max_num})")
-        expired = expired[:max_num]
+    return PartitionExpiry([(spec, partition) for _, partition, spec in expired], kept)
+
+
+def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
+                      expiration_time: OlderThan, dry_run: bool) -> MaintenanceResult:
+    """Drop the partitions expired in the latest snapshot (`expired_partitions`), at most
+    `partition.expiration-max-num`, as one OVERWRITE snapshot (`DropPartitionsJob`); a dry run
+    plans the job and reports what it would drop."""
+    start = time.monotonic()
+    if not schema.partition_keys:
+        raise InvalidArgumentError(f"{table_name} has no partition keys: there are no "
+                                   "partitions to expire")
+    opts = CoreOptions(schema.options)
+    check_supported(schema, EXPIRE_PARTITIONS, table_path)
+    _check_strategy(opts)
+    raw_max = str(opts.get(EXPIRATION_MAX_NUM, str(DEFAULT_MAX_NUM))).strip()
+    max_num = int(raw_max) if re.fullmatch(r"-?\d+", raw_max) else 0
+    if max_num < 1:
+        raise InvalidOptionError(f"option {EXPIRATION_MAX_NUM!r} must be a positive integer, "
+                                 f"got {raw_max!r}")
+    pattern, formatter = _time_format(opts)
+    cutoff = _cutoff(expiration_time, dict(schema.options))
+    result = MaintenanceResult(table_name, OPERATION, dry_run=dry_run)
+    files: dict[bytes, list[int]] = {}
+    picked: list[tuple[str, bytes]] = []
+
+    def select(latest: Snapshot | None) -> list[bytes]:
+        for e in FileStoreScan(file_io, table_path, schema).live_entries(latest):
+            files.setdefault(e.partition, []).append(e.file.file_size)
+        expired, kept = _expired(schema, opts, files, cutoff, pattern, formatter)
+        result.skipped.extend(kept)
+        if len(expired) > max_num:
+            result.skipped.append(f"{len(expired) - max_num} more expired partitions left for "
+                                  f"the next run ({EXPIRATION_MAX_NUM}={max_num})")
+            expired = expired[:max_num]
+        picked.extend(expired)
+        return [partition for _, partition in expired]
+
+    job = DropPartitionsJob(file_io, table_path, schema, select, table_name,
+                            operation=OPERATION)
+    units = job.plan()
     result.earliest_snapshot = SnapshotManager(file_io, table_path).earliest_snapshot_id()
-    result.latest_snapshot = latest.id if latest else None
-    if not expired:
+    result.latest_snapshot = job.base.id if job.base else None
+    if not units:
         result.duration_s = round(time.monotonic() - start, 3)
         return result
-    result.partitions_expired = [spec for _, _, spec in expired]
-    sizes = [s for _, partition, _ in expired for s in files[partition]]
+    result.partitions_expired = [spec for spec, _ in picked]
+    sizes = [s for _, partition in picked for s in files[partition]]
     if dry_run:
         result.data_files_dropped, result.bytes_dropped = len(sizes), sum(sizes)
     else:
-        snap = FileStoreCommit(file_io, table_path, schema).commit(
-            [], overwrite_partitions=[partition for _, partition, _ in expired])
+        snap = job.commit(job.execute(units))
         if snap is None:  # another job emptied them first
             result.skipped.append("the expired partitions were already empty; no commit")
             result.partitions_expired = []

@@ -17,7 +17,7 @@ says why each remaining schema is kept (`kept`, `kept_kinds`).
 Manifests keep the entries of deleted files until a full manifest compaction (Java's merge
 keeps DELETE entries and the ADDs they cancel), so after a full compaction old schemas can stay
 referenced by files no snapshot reads. `compact_manifests=True` first commits Paimon's manifest
-compaction (`FileStoreCommit.compact_manifests`); older snapshots keep their manifests, and
+compaction (`CompactManifestsJob`); older snapshots keep their manifests, and
 the schemas they name, until they expire.
 """
 
@@ -29,8 +29,7 @@ import time
 from lakeformat import clock
 from lakeformat.errors import CleanupAbortedError, InvalidOptionError, TableNotFoundError
 from lakeformat.layout import SCHEMA_PREFIX, numbered_id
-from lakeformat.meta.snapshot import SnapshotManager
-from lakeformat.operation.commit import FileStoreCommit
+from lakeformat.operation.commit import CompactManifestsJob
 from lakeformat.operation.maintain.cleanup import OlderThan, past_cutoff_millis
 from lakeformat.operation.maintain.references import ReferenceScan
 from lakeformat.options import parse_duration
@@ -134,22 +133,23 @@ def explain(ids: list[int], scan: ReferenceScan, retain_min: int, young: Reasons
 
 def _compact_manifests(file_io: FileIO, table_path: str, schema: TableSchema,
                        result: MaintenanceResult, dry_run: bool) -> None:
-    """Commit Paimon's manifest compaction of the latest snapshot (or, dry, say it would)."""
-    latest = SnapshotManager(file_io, table_path).latest_snapshot()
-    committer = FileStoreCommit(file_io, table_path, schema)
-    deletes = sum(m.num_deleted_files for m in committer.scan.data_manifests(latest)) \
-        if latest is not None else 0
-    if latest is None or not deletes:
+    """Commit Paimon's manifest compaction of the latest snapshot (`CompactManifestsJob`; or,
+    dry, plan it and say it would)."""
+    job = CompactManifestsJob(file_io, table_path, schema)
+    units = job.plan()
+    latest, deletes = job.base, job.deletes
+    if not units:
         where = f"snapshot {latest.id}" if latest is not None else "the table (no snapshot)"
         result.notes.append(f"compact_manifests: the manifests of {where} hold no DELETE "
                             "entry; nothing to compact")
         return
+    assert latest is not None
     if dry_run:
         result.notes.append(f"compact_manifests: would compact the manifests of snapshot "
                             f"{latest.id} ({deletes} DELETE entries) into a new COMPACT "
                             "snapshot; the schemas kept below are as before that compaction")
         return
-    snap = committer.compact_manifests()
+    snap = job.commit(job.execute(units))
     if snap is None:  # a commit meanwhile left nothing to compact
         result.notes.append("compact_manifests: nothing left to compact")
         return

@@ -9,6 +9,8 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
+from lakeformat.meta.binary_row import to_avro_bytes
+from lakeformat.operation.maintain import expired_partitions
 from lakeformat.operation.maintain.partition_expire import TimeParseError, extract_time
 
 
@@ -150,3 +152,29 @@ def test_extract_time_as_java(keys, values, pattern, formatter, want):
 def test_extract_time_failures_keep_partitions(values, pattern, formatter):
     with pytest.raises(TimeParseError):
         extract_time(["dt"], values, pattern, formatter)
+
+
+def test_expired_partitions_is_the_rule_expire_partitions_applies(tmp_path):
+    """The pure rule, given partitions the caller has: the same answer as a dry run, in the
+    order a run drops them, with the reasons of the partitions it keeps; it reads no file."""
+    cat = lf.Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = daily(cat, **{"partition.expiration-time": "3 d", "partition.expiration-max-num": "1"})
+    schema = t.table_schema
+    types = [f.type for f in schema.partition_fields()]
+    rows = {d: to_avro_bytes([d], types) for d in ["20240105", "20240101", "20240103", "x"]}
+    now = dt.datetime(2024, 1, 6, 12)
+    expired, kept = expired_partitions(schema, rows.values(), now=now)
+    assert expired == [("dt=20240101", rows["20240101"]), ("dt=20240103", rows["20240103"])]
+    assert len(kept) == 1 and kept[0].startswith("dt=x: kept, no time in its values")
+    cutoff = expired_partitions(schema, rows.values(), dt.datetime(2024, 1, 2))
+    assert cutoff.expired == [("dt=20240101", rows["20240101"])]
+    assert expired_partitions(schema, [], "1 d").expired == []
+    with pytest.raises(lf.InvalidOptionError, match="expiration_time"):
+        expired_partitions(schema, rows.values(), 7)
+
+    t.write(day_rows(list(rows)))
+    plan = t.expire_partitions(dt.datetime(2024, 1, 4), dry_run=True)
+    rule = expired_partitions(schema, rows.values(), dt.datetime(2024, 1, 4))
+    assert plan.partitions_expired == [spec for spec, _ in rule.expired][:1]  # max-num 1
+    assert any(r in plan.skipped for r in rule.kept)

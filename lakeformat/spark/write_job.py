@@ -76,7 +76,12 @@ class SparkWriteJob(WriteJob):
     """`WriteJob` whose execute step runs on Spark and whose rows never reach the driver.
 
     `data` is an empty table of the incoming schema: what the plan step checks and merges the
-    schema with. Units are known after the execute step (one per (partition, bucket) written)."""
+    schema with. Units are known after the execute step (one per (partition, bucket) written).
+
+    Of `WriteJob` it overrides `plan` (no unit before the tasks ran) and the public hooks
+    `renumber` (sequence numbers shifted on the executors) and `count_written_rows`; its
+    execute step is `execute_frame`/`take_outputs`. `commit`, `abort`, commit identity and
+    "already landed" are `WriteJob`'s and the `DataJob` base's."""
 
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
                  incoming: pa.Schema, overwrite: bool = False, commit_user: str | None = None,

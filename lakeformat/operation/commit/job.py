@@ -23,8 +23,9 @@ snapshot a commit that looked failed published anyway), and `run()`. A job overr
 
 Retries are not a loop here: a taken snapshot id is retried inside `FileStoreCommit.commit`
 (`commit.min-retry-wait` doubling to `commit.max-retry-wait`, `commit.max-retries`,
-`commit.timeout`) for every job alike; what a job does on a conflict differs by job (a write
-renumbers its buckets, a compaction retries partition by partition) and stays in the job.
+`commit.timeout`) for every job alike; what a job does on a conflict differs by job and stays
+in it (a write renumbers its buckets after its own back-off, the one job-level wait; a
+compaction retries partition by partition at once; a partition drop has nothing to redo).
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ class DeleteWhere(DataJob[WriteUnit | bytes, CommitMessage | bytes, CommitResult
         return [f.name for f in self.schema.fields if f.name != rowkind and (
             f.name in self.schema.primary_keys or not f.type.nullable or f.name in sequence)]
 
-    # -- the three steps -------------------------------------------------------------------
+    # -- the three steps -------------------------------------------------------------------------
     def plan(self) -> list[WriteUnit | bytes]:
         """The partitions to drop when the predicate reads partition columns only, else the
         units of the write of the matching rows' -D records (the rows are read here). Plans

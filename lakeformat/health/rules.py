@@ -60,7 +60,7 @@ class Due:
                                                                      f.bucket.tolist()))}
 
     def gain(self, after: ScoreInputs) -> float:
-        return round(score(after)[0] - self.now_score, 2)
+        return float(score(after)[0] - self.now_score)
 
     def mask(self, keys: set[tuple[bytes, int]]) -> np.ndarray:
         m = np.zeros(len(self.view.figures), np.bool_)

@@ -50,6 +50,7 @@ from lakeformat.version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
     from lakeformat.catalog import Catalog
+    from lakeformat.health import DueAction, DueReport, TableHealth
     from lakeformat.identifier import Identifier
     from lakeformat.operation.read import SnapshotWatch, TableInspect, snapshot_info
     from lakeformat.results import (
@@ -79,6 +80,9 @@ _LAZY = {
     "SchemaChange": "lakeformat.schema.schema_change",
     "Move": "lakeformat.schema.schema_change",
     "OptionNameWarning": "lakeformat.schema.option_names",
+    "TableHealth": "lakeformat.health",
+    "DueAction": "lakeformat.health",
+    "DueReport": "lakeformat.health",
 }
 
 
@@ -105,7 +109,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "Catalog", "Identifier", "Table", "CommitResult", "TagInfo", "SchemaChange", "Move",
     "MaintenanceResult", "CompactResult", "CompactStats", "TableInspect", "OptionNameWarning",
-    "SnapshotWatch", "snapshot_info",
+    "SnapshotWatch", "snapshot_info", "TableHealth", "DueAction", "DueReport",
     "LakeformatError", "UnsupportedError",
     "SchemaMismatchError", "CorruptFileError", "CorruptLeaseError", "CommitConflictError",
     "CommitFailedError", "CommitOutcomeUnknownError",

@@ -369,6 +369,43 @@ class CoreOptions:
     def snapshot_expire_limit(self) -> int:
         return self._int("snapshot.expire.limit", 10)
 
+    # partition expiry [CoreOptions.java]
+    @property
+    def partition_expiration_time(self) -> timedelta | None:
+        """`partition.expiration-time`: unset means partitions never expire."""
+        v = self.raw.get("partition.expiration-time")
+        return None if v is None else parse_duration(v, "partition.expiration-time")
+
+    @property
+    def partition_expiration_check_interval(self) -> timedelta:
+        return parse_duration(self.raw.get("partition.expiration-check-interval", "1 h"),
+                              "partition.expiration-check-interval")
+
+    @property
+    def partition_expiration_strategy(self) -> str:
+        v = str(self.raw.get("partition.expiration-strategy", "values-time")).strip()
+        if v not in ("values-time", "update-time"):
+            raise InvalidOptionError(f"option 'partition.expiration-strategy' must be "
+                                     f"values-time or update-time, got {v!r}")
+        return v
+
+    @property
+    def partition_expiration_max_num(self) -> int:
+        return self._positive("partition.expiration-max-num", 100)
+
+    @property
+    def partition_timestamp_formatter(self) -> str | None:
+        return self.raw.get("partition.timestamp-formatter")
+
+    @property
+    def partition_timestamp_pattern(self) -> str | None:
+        return self.raw.get("partition.timestamp-pattern")
+
+    @property
+    def consumer_expiration_time(self) -> timedelta | None:
+        v = self.raw.get("consumer.expiration-time")
+        return None if v is None else parse_duration(v, "consumer.expiration-time")
+
     @property
     def write_buffer_size(self) -> int:
         return self._size("write-buffer-size", "256 mb")
@@ -377,6 +414,51 @@ class CoreOptions:
     @property
     def num_sorted_run_compaction_trigger(self) -> int:
         return self._positive("num-sorted-run.compaction-trigger", 5)
+
+    @property
+    def num_sorted_run_stop_trigger(self) -> int:
+        """`num-sorted-run.stop-trigger`: above this many sorted runs a Java writer stops to
+        wait for compaction; default trigger + 3, never below the trigger (Java's
+        `numSortedRunStopTrigger`)."""
+        trigger = self.num_sorted_run_compaction_trigger
+        return max(trigger, self._positive("num-sorted-run.stop-trigger", trigger + 3))
+
+    @property
+    def compaction_delete_ratio_threshold(self) -> float:
+        """`compaction.delete-ratio-threshold`: a file whose deletion vector marks more than
+        this share of its rows is worth rewriting (Java's default 0.2)."""
+        v = self.raw.get("compaction.delete-ratio-threshold", "0.2")
+        try:
+            ratio = float(str(v).strip())
+        except ValueError:
+            ratio = -1.0
+        if not 0.0 <= ratio <= 1.0:
+            raise InvalidOptionError("option 'compaction.delete-ratio-threshold' must be a "
+                                     f"number from 0 to 1, got {v!r}")
+        return ratio
+
+    @property
+    def full_compaction_delta_commits(self) -> int | None:
+        """`full-compaction.delta-commits`: a full compaction every this many commits (unset:
+        never; Java's Flink writers act on it)."""
+        if self.raw.get("full-compaction.delta-commits") is None:
+            return None
+        return self._positive("full-compaction.delta-commits", 1)
+
+    @property
+    def compaction_force_up_level_0(self) -> bool:
+        return self._bool("compaction.force-up-level-0", False)
+
+    @property
+    def source_split_target_size(self) -> int:
+        return self._size("source.split.target-size", "128 mb")
+
+    @property
+    def compaction_spark_threshold(self) -> int:
+        """`lakeformat.compaction.spark-threshold`: compaction work (bytes of input files) from
+        which a due compaction is sent to Spark when one is configured (default 2 GiB, 8 x the
+        default `write-buffer-size`)."""
+        return self._size("lakeformat.compaction.spark-threshold", "2 gb")
 
     @property
     def num_levels(self) -> int:

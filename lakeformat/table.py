@@ -18,6 +18,14 @@ from lakeformat.errors import (
     UnsupportedError,
 )
 from lakeformat.expressions import Filter, resolve_filter
+from lakeformat.health import (
+    COMPACTION_OPTIONS,
+    DueReport,
+    TableHealth,
+    check_thresholds,
+    maintenance_due,
+    table_health,
+)
 from lakeformat.lock.table_locks import NO_LOCKS, TableLocks
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
@@ -445,6 +453,29 @@ class Table:
         the snapshots and tags it would delete."""
         with self._maintaining("rollback", dry_run) as file_io:
             return rollback_to(file_io, self.path, self.name, target, dry_run)
+    # -- health --------------------------------------------------------------------------------
+    def health(self, *, orphans: bool = False) -> TableHealth:
+        """The table's state from its metadata alone (no data file is read, no lock taken):
+        per bucket sorted runs, level-0 and small files, rows deleted by deletion vectors and
+        the last compaction; snapshots, what expiry may remove now, tags, consumers, schema
+        files, manifests; a score 0-100 with its components. `orphans=True` also lists the
+        table directory for files nothing references."""
+        schema = self.refresh()._schema
+        return table_health(self.file_io, self.path, schema, self.name, orphans=orphans)
+
+    def maintenance_due(self, thresholds: dict[str, Any] | None = None, *,
+                        orphans: bool = False) -> DueReport:
+        """The maintenance due now, each action with the rule that fired and its figures, the
+        buckets or partitions it covers and its work; `not_due` says why each other rule
+        found nothing. `thresholds` override the table's options by Paimon name (e.g.
+        `{"num-sorted-run.compaction-trigger": 3}`); an unknown name or a bad value raises
+        `InvalidArgumentError` before anything is read. Run an action with
+        `lakeformat.health.perform(table, action)`."""
+        overrides = check_thresholds(thresholds)
+        schema = self.refresh()._schema
+        return maintenance_due(self.file_io, self.path, schema, self.name, overrides,
+                               orphans=orphans)
+
     # -- compaction ----------------------------------------------------------------------------
     def compact(self, full: bool = True, partitions: Sequence[dict[str, Any]] | None = None,
                 where: Filter = None, partition_idle_time: Any = None,
@@ -452,7 +483,8 @@ class Table:
                 partitions_per_commit: int = 16,
                 progress: Callable[[str], Any] | None = None, *,
                 commit_user: str | None = None, commit_identifier: int | None = None,
-                runner: Runner | None = None) -> CompactResult:
+                runner: Runner | None = None, options: dict[str, Any] | None = None
+                ) -> CompactResult:
         """Compact the latest snapshot's buckets; COMPACT snapshot(s) per group of partitions.
 
         `full=True` merges every sorted run of a bucket into the top level; `full=False` runs
@@ -461,13 +493,25 @@ class Table:
         or "1 h") keeps only partitions not written for that long. `memory_budget` (bytes or
         "256 mb"; default the table's write-buffer-size) bounds the memory of the whole job.
         `commit_user`/`commit_identifier` mark its snapshots (a re-run with the same pair
-        reports what the earlier run committed); `runner` runs the execute step.
+        reports what the earlier run committed); `runner` runs the execute step. `options`
+        override the compaction thresholds for this run only (the names in
+        `lakeformat.health.COMPACTION_OPTIONS`, e.g. `num-sorted-run.compaction-trigger`): what
+        a due action computed under threshold overrides passes.
         """
+        if options:
+            unknown = sorted(set(options) - COMPACTION_OPTIONS)
+            if unknown:
+                raise InvalidArgumentError(
+                    f"compact of {self.name}: options may only override compaction "
+                    f"thresholds ({', '.join(sorted(COMPACTION_OPTIONS))}); got {unknown}")
+            overrides = check_thresholds(options)
         if workers is not None:
             _positive_int(self.name, "workers", workers)
         _positive_int(self.name, "partitions_per_commit", partitions_per_commit)
         self.refresh()
         schema = self._schema
+        if options:
+            schema = schema.copy(options={**schema.options, **overrides})
         partition_filter = select_partitions(
             schema, partitions, resolve_filter(where, schema.fields, self.name))
         idle = idle_before(partition_idle_time)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def commands() -> dict[str, Callable[[Context], None]]:
     """Sub-command -> what runs it (imported on use: --help and --version stay quick)."""
-    from lakeformat.cli import commands, inspect, read
+    from lakeformat.cli import commands, health, inspect, read
 
     return {
         "list-databases": commands.list_databases,
@@ -45,6 +45,8 @@ def commands() -> dict[str, Callable[[Context], None]]:
         "schemas": inspect.schemas,
         "files": inspect.files,
         "compact": commands.compact,
+        "health": health.health,
+        "due": health.due,
     }
 
 

@@ -128,7 +128,31 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tag")
     sp.add_argument("--summary", action="store_true", help="only the per-bucket summary")
     _add_compact(add)
+    _add_health(add)
     return p
+
+
+def _add_health(add: Any) -> None:
+    sp = add("health", "a table's health from its metadata: score and its components, "
+                       "snapshots, schema files, manifests, worst buckets first")
+    sp.add_argument("--partition", action="append", metavar="K=V[,K2=V2]",
+                    help="only the buckets of this partition (repeatable)")
+    sp.add_argument("--buckets", type=int, default=20, metavar="N",
+                    help="list at most N buckets (default 20; JSON lists all)")
+    sp.add_argument("--orphans", action="store_true",
+                    help="also count orphan files (lists the table directory)")
+    sp = add("due", "the maintenance due now and the rule behind each action, most "
+                    "valuable first; 'nothing due' with its reasons", table=False)
+    sp.add_argument("table", nargs="?", help="database.table (or --all)")
+    sp.add_argument("--all", action="store_true", help="every table of the warehouse")
+    sp.add_argument("-T", "--threshold", action="append", metavar="KEY=VALUE",
+                    help="override a rule's Paimon option, e.g. "
+                         "num-sorted-run.compaction-trigger=3")
+    sp.add_argument("--max-actions", type=int, metavar="N", help="at most N actions")
+    sp.add_argument("--max-bytes", metavar="SIZE",
+                    help="at most this much work (bytes read), e.g. '10 gb'")
+    sp.add_argument("--orphans", action="store_true",
+                    help="also look for orphan files (lists each table directory)")
 
 
 def _add_read(add: Any) -> None:

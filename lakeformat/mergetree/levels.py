@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -74,6 +74,10 @@ class LevelSortedRun:
 class CompactUnit:
     output_level: int
     files: tuple[DataFileMeta, ...]
+    #: which pick chose it: "full", "size-amp", "size-ratio", "run-count", "force-l0", or the
+    #: early-full option that fired ("optimization-interval", "total-size-threshold",
+    #: "incremental-size-threshold"); reports and health messages show it
+    reason: str = field(default="", compare=False)
 
     @staticmethod
     def of_runs(output_level: int, runs: Sequence[LevelSortedRun]) -> CompactUnit:
@@ -178,9 +182,9 @@ def pick_full_compaction(levels: Levels, force_rewrite_all: bool = False
         return None
     if len(runs) == 1 and runs[0].level == levels.max_level:
         if force_rewrite_all:
-            return CompactUnit(levels.max_level, runs[0].files)
+            return CompactUnit(levels.max_level, runs[0].files, "full")
         return None
-    return CompactUnit.of_runs(levels.max_level, runs)
+    return replace(CompactUnit.of_runs(levels.max_level, runs), reason="full")
 
 
 class UniversalCompaction:
@@ -202,14 +206,15 @@ class UniversalCompaction:
         if len(runs) <= 1:
             return None
         if self.optimization_interval is not None:
-            return CompactUnit.of_runs(max_level, runs)
+            return replace(CompactUnit.of_runs(max_level, runs), reason="optimization-interval")
         total = sum(r.total_size for r in runs)
         if self.total_size_threshold is not None and total < self.total_size_threshold:
-            return CompactUnit.of_runs(max_level, runs)
+            return replace(CompactUnit.of_runs(max_level, runs), reason="total-size-threshold")
         incremental = sum(r.total_size for r in runs if r.level != max_level)
         if (self.incremental_size_threshold is not None
                 and incremental > self.incremental_size_threshold):
-            return CompactUnit.of_runs(max_level, runs)
+            return replace(CompactUnit.of_runs(max_level, runs),
+                           reason="incremental-size-threshold")
         return None
 
     def pick(self, num_levels: int, runs: list[LevelSortedRun]) -> CompactUnit | None:
@@ -222,6 +227,7 @@ class UniversalCompaction:
             unit = self.pick_for_size_ratio(max_level, runs)
         if unit is None and len(runs) > self.trigger:
             unit = self._size_ratio(max_level, runs, len(runs) - self.trigger + 1)
+            unit = unit and replace(unit, reason="run-count")
         return unit
 
     def force_pick_level_0(self, num_levels: int, runs: list[LevelSortedRun]
@@ -234,7 +240,8 @@ class UniversalCompaction:
             if r.level > 0:
                 break
             count += 1
-        return self._size_ratio(num_levels - 1, runs, count, force=True) if count else None
+        unit = self._size_ratio(num_levels - 1, runs, count, force=True) if count else None
+        return unit and replace(unit, reason="force-l0")
 
     def pick_for_size_amp(self, max_level: int, runs: list[LevelSortedRun]) -> CompactUnit | None:
         if len(runs) < self.trigger:
@@ -242,14 +249,15 @@ class UniversalCompaction:
         candidate = sum(r.total_size for r in runs[:-1])
         earliest = runs[-1].total_size
         if candidate * 100 > self.max_size_amp * earliest:
-            return CompactUnit.of_runs(max_level, runs)
+            return replace(CompactUnit.of_runs(max_level, runs), reason="size-amp")
         return None
 
     def pick_for_size_ratio(self, max_level: int, runs: list[LevelSortedRun]
                             ) -> CompactUnit | None:
         if len(runs) < self.trigger:
             return None
-        return self._size_ratio(max_level, runs, 1)
+        unit = self._size_ratio(max_level, runs, 1)
+        return unit and replace(unit, reason="size-ratio")
 
     def _size_ratio(self, max_level: int, runs: list[LevelSortedRun], count: int,
                     force: bool = False) -> CompactUnit | None:

@@ -24,7 +24,8 @@ from lakeformat.meta.data_file_meta import (
 from lakeformat.meta.manifest import ManifestFile, partition_order_key
 from lakeformat.schema.types import DataType
 
-__all__ = ["merge_manifests", "compact_fully", "DeletePartitionPredicate"]
+__all__ = ["merge_manifests", "compact_fully", "DeletePartitionPredicate", "manifest_merge_due",
+           "must_change"]
 
 PartitionFilter = Callable[[ManifestFileMeta], bool]
 
@@ -83,6 +84,41 @@ def compact_fully(inputs: Sequence[ManifestFileMeta], manifest_file: ManifestFil
     except BaseException:
         manifest_file.delete_quietly([m.file_name for m in new_files])
         raise
+
+
+def must_change(meta: ManifestFileMeta, target_size: int) -> bool:
+    """A manifest a full merge rewrites: it holds DELETE entries or is below the target size."""
+    return meta.num_deleted_files > 0 or meta.file_size < target_size
+
+
+def manifest_merge_due(metas: Sequence[ManifestFileMeta], target_size: int,
+                       merge_min_count: int, full_compaction_threshold: int
+                       ) -> tuple[str | None, dict[str, int]]:
+    """Would `merge_manifests` rewrite anything in this base list, judging by the list alone
+    (no manifest read)? ("full" | "minor" | None, figures). "full": the manifests that must
+    change (`must_change`) reach `full_compaction_threshold` bytes and are two or more;
+    "minor": consecutive manifests reach `target_size` as a group of two or more, or the
+    trailing group of small ones holds `merge_min_count` manifests."""
+    changing = [m for m in metas if must_change(m, target_size)]
+    figures = {"manifests": len(metas), "bytes": sum(m.file_size for m in metas),
+               "must_change": len(changing),
+               "must_change_bytes": sum(m.file_size for m in changing),
+               "delete_entries": sum(m.num_deleted_files for m in metas),
+               "trailing_small": 0}
+    if figures["must_change_bytes"] >= full_compaction_threshold and len(changing) > 1:
+        return "full", figures
+    group = total = 0
+    grouped = False
+    for m in metas:
+        total += m.file_size
+        group += 1
+        if total >= target_size:
+            grouped = grouped or group > 1
+            group = total = 0
+    figures["trailing_small"] = group
+    if grouped or (group >= merge_min_count and group > 1):
+        return "minor", figures
+    return None, figures
 
 
 # -- minor: merge consecutive small manifests --------------------------------------------------
@@ -149,10 +185,10 @@ def _try_full_compaction(inputs: list[ManifestFileMeta], new_files: list[Manifes
     if threshold <= 0:
         raise ValueError("manifest full compaction threshold size must be positive")
 
-    def must_change(m: ManifestFileMeta) -> bool:
-        return m.num_deleted_files > 0 or m.file_size < target_size
+    def changes(m: ManifestFileMeta) -> bool:
+        return must_change(m, target_size)
 
-    if sum(m.file_size for m in inputs if must_change(m)) < threshold:
+    if sum(m.file_size for m in inputs if changes(m)) < threshold:
         return None
 
     deleted: set[Identifier] = set()
@@ -175,7 +211,7 @@ def _try_full_compaction(inputs: list[ManifestFileMeta], new_files: list[Manifes
     result: list[ManifestFileMeta] = []
     to_merge: list[ManifestFileMeta] = []
     for meta in inputs:
-        if not must_change(meta) and not may_hold_deleted(meta):
+        if not changes(meta) and not may_hold_deleted(meta):
             result.append(meta)  # big, delete-free and far from every deleted partition
         else:
             to_merge.append(meta)
@@ -185,7 +221,7 @@ def _try_full_compaction(inputs: list[ManifestFileMeta], new_files: list[Manifes
     writer = manifest_file.create_rolling_writer()
     try:
         for meta in to_merge:
-            changed = must_change(meta)
+            changed = changes(meta)
             kept: list[ManifestEntry] = []
             for entry in manifest_file.read(meta.file_name):
                 if entry.kind != FileKind.ADD:

@@ -8,6 +8,8 @@ Layers, top to bottom (a module may import its own layer and every layer below i
     entry points   lakeformat (the package root), cli, demo, spark/
     catalog        catalog
     table          table              (the facade sits above the operations it offers)
+    health         health/            (table health and due maintenance: reads through the
+                     front doors of operation/, never table or catalog)
     operation      operation/write/, operation/maintain/   (beside each other: neither imports
                      the other)
                    operation/read/, operation/compact/     (beside each other, likewise)
@@ -41,6 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("entry points", ("lakeformat", "lakeformat.cli", "lakeformat.demo", "lakeformat.spark")),
     ("catalog", ("lakeformat.catalog", "lakeformat.metastore")),
     ("table", ("lakeformat.table",)),
+    ("health", ("lakeformat.health",)),
     ("operation: write, maintain", ("lakeformat.operation.write",
                                     "lakeformat.operation.maintain")),
     ("operation: read, compact", ("lakeformat.operation.read", "lakeformat.operation.compact")),
@@ -65,7 +68,8 @@ SEALED_SIBLINGS: list[tuple[str, str]] = [
 #: packages whose modules the rest of the library reaches only through the package itself
 FRONT_DOORS = ("lakeformat.operation.commit", "lakeformat.operation.read",
                "lakeformat.operation.write", "lakeformat.operation.compact",
-               "lakeformat.operation.maintain", "lakeformat.mergetree", "lakeformat.expressions")
+               "lakeformat.operation.maintain", "lakeformat.mergetree", "lakeformat.expressions",
+               "lakeformat.health")
 
 #: third-party packages the library must not import, and the one folder allowed each
 FORBIDDEN = {"airflow": None, "pyspark": "lakeformat.spark"}

@@ -16,13 +16,17 @@ from lakeformat.operation.compact.select import (
 from lakeformat.operation.compact.task import (
     CompactOutcome,
     CompactTask,
+    check_compactable,
+    plan_from_entries,
 )
 
 __all__ = [
     "CompactJob",
     "CompactOutcome",
     "CompactTask",
+    "check_compactable",
     "compact_after_write",
     "idle_before",
+    "plan_from_entries",
     "select_partitions",
 ]

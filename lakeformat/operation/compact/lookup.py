@@ -46,7 +46,8 @@ def pick_lookup_unit(levels: Levels, full: bool, universal: UniversalCompaction 
     if full:
         unit = pick_full_compaction(levels, force_rewrite_all)
         if unit is None and has_vectors and runs:
-            unit = CompactUnit(levels.max_level, tuple(f for r in runs for f in r.files))
+            unit = CompactUnit(levels.max_level, tuple(f for r in runs for f in r.files),
+                               "deletion-vectors")
         return unit
     assert universal is not None
     unit = universal.pick(levels.num_levels, runs)

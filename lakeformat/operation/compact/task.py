@@ -36,7 +36,7 @@ from lakeformat.mergetree import (
     pick_full_compaction,
 )
 from lakeformat.meta.binary_row import from_avro_bytes
-from lakeformat.meta.data_file_meta import DataFileMeta, FileSource
+from lakeformat.meta.data_file_meta import DataFileMeta, FileSource, ManifestEntry
 from lakeformat.meta.deletion_vector import DeletedRows, DeletionFile
 from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile
 from lakeformat.meta.snapshot import Snapshot
@@ -82,6 +82,8 @@ class CompactTask:
     lookup_runs: tuple[tuple[DataFileMeta, ...], ...] = ()
     lookup_changelog: bool = False  # changelog-producer=lookup
     index_base: str | None = None  # the planned snapshot's index manifest
+    #: which pick chose the files (`CompactUnit.reason`; "small-files" for an append table)
+    reason: str = field(default="", compare=False)
 
     @property
     def deletions_seen(self) -> dict[str, tuple[str, int] | None]:
@@ -144,13 +146,25 @@ def _plan_tasks(file_io: FileIO, table_path: str, schema: TableSchema, opts: Cor
                 partition_idle_before: int | None) -> list[CompactTask]:
     """The tasks, before the budget is shared out (their `memory_budget` is 0)."""
     scan = FileStoreScan(file_io, table_path, schema)
+    entries = scan.live_entries(latest, partition_filter)
+    dvs = scan.deletion_files(latest) if entries else {}
+    return plan_from_entries(schema, opts, entries, dvs, full, partition_idle_before,
+                             latest.index_manifest if latest else None)
+
+
+def plan_from_entries(schema: TableSchema, opts: CoreOptions, entries: Sequence[ManifestEntry],
+                      dvs: dict[tuple[bytes, int], dict[str, DeletionFile]], full: bool,
+                      partition_idle_before: int | None = None,
+                      index_base: str | None = None) -> list[CompactTask]:
+    """The picks of compaction over live `entries` already read (and the deletion vectors of
+    their snapshot): what `plan_compaction` plans, for a caller that holds the metadata (table
+    health asks it which buckets are due). Pure: reads nothing."""
     buckets: dict[tuple[bytes, int], list] = {}
     newest: dict[bytes, int] = {}
-    for e in scan.live_entries(latest, partition_filter):
+    for e in entries:
         buckets.setdefault((e.partition, e.bucket), []).append(e)
         newest[e.partition] = max(newest.get(e.partition, 0), e.file.creation_time or 0)
     part_types = [f.type for f in schema.partition_fields()]
-    dvs = scan.deletion_files(latest) if buckets else {}
     if not schema.primary_keys:
         tasks = _plan_append(buckets, newest, part_types, opts, full, partition_idle_before)
         return [_with_deletions(t, dvs) for t in tasks]
@@ -158,12 +172,11 @@ def _plan_tasks(file_io: FileIO, table_path: str, schema: TableSchema, opts: Cor
     universal = None if full else UniversalCompaction(opts)
     changelog = opts.changelog_producer == "full-compaction"
     lookup = opts.lookup_merge
-    index_base = latest.index_manifest if latest else None
     tasks = []
-    for (partition, bucket), entries in sorted(buckets.items(), key=lambda kv: kv[0]):
+    for (partition, bucket), group in sorted(buckets.items(), key=lambda kv: kv[0]):
         if partition_idle_before is not None and newest[partition] >= partition_idle_before:
             continue
-        files = [e.file for e in entries]
+        files = [e.file for e in group]
         levels = Levels(files, opts.num_levels, cmp)
         runs = levels.sorted_runs()
         bucket_dvs = dvs.get((partition, bucket), {})
@@ -190,10 +203,11 @@ def _plan_tasks(file_io: FileIO, table_path: str, schema: TableSchema, opts: Cor
         above = lookup_runs(files, unit) if lookup else ()
         tasks.append(_with_deletions(CompactTask(
             partition, tuple(from_avro_bytes(partition, part_types)), bucket,
-            entries[0].total_buckets, unit.files, unit.output_level, levels.max_level, drop,
+            group[0].total_buckets, unit.files, unit.output_level, levels.max_level, drop,
             changelog and unit.output_level == levels.max_level, len(runs), in_unit,
             0, lookup_runs=above,
-            lookup_changelog=opts.changelog_producer == "lookup", index_base=index_base), dvs))
+            lookup_changelog=opts.changelog_producer == "lookup", index_base=index_base,
+            reason=unit.reason), dvs))
     return tasks
 
 
@@ -226,7 +240,7 @@ def _plan_append(buckets: dict[tuple[bytes, int], list], newest: dict[bytes, int
         for group in groups:
             tasks.append(CompactTask(partition, values, bucket, entries[0].total_buckets,
                                      tuple(group), 0, 0, False, False, len(files), len(group),
-                                     0))
+                                     0, reason="small-files"))
     return tasks
 
 

@@ -11,19 +11,29 @@ from __future__ import annotations
 
 from lakeformat.operation.maintain.cleanup import (
     OlderThan,
+    past_cutoff_millis,
 )
 from lakeformat.operation.maintain.expire import (
+    ExpirePlan,
+    ExpireRange,
+    expire_range,
     expire_snapshots,
+    plan_expire,
+    read_snapshots,
 )
 from lakeformat.operation.maintain.orphan_files import (
     remove_orphan_files,
 )
 from lakeformat.operation.maintain.partition_expire import (
     PartitionExpiry,
+    TimeParseError,
+    compile_formatter,
     expire_partitions,
     expired_partitions,
+    extract_time,
 )
 from lakeformat.operation.maintain.references import (
+    ReferenceScan,
     TableReferences,
 )
 from lakeformat.operation.maintain.rollback import (
@@ -32,6 +42,15 @@ from lakeformat.operation.maintain.rollback import (
 from lakeformat.operation.maintain.schema_retention import (
     clean_schemas,
 )
+from lakeformat.operation.maintain.schema_retention import (
+    explain as explain_kept_schemas,
+)
+from lakeformat.operation.maintain.schema_retention import (
+    plan as plan_schema_retention,
+)
+from lakeformat.operation.maintain.schema_retention import (
+    retention as schema_retention_settings,
+)
 from lakeformat.operation.maintain.tags import (
     create_tag,
     delete_tag,
@@ -39,16 +58,29 @@ from lakeformat.operation.maintain.tags import (
 )
 
 __all__ = [
+    "ExpirePlan",
+    "ExpireRange",
     "OlderThan",
     "PartitionExpiry",
+    "ReferenceScan",
     "TableReferences",
+    "TimeParseError",
     "clean_schemas",
+    "compile_formatter",
     "create_tag",
     "delete_tag",
     "expire_partitions",
     "expired_partitions",
+    "expire_range",
     "expire_snapshots",
+    "explain_kept_schemas",
+    "extract_time",
     "list_tags",
+    "past_cutoff_millis",
+    "plan_expire",
+    "plan_schema_retention",
+    "read_snapshots",
     "remove_orphan_files",
     "rollback_to",
+    "schema_retention_settings",
 ]

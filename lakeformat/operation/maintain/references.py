@@ -274,6 +274,13 @@ class ReferenceScan:
             self.schema_ids.update(ids.tolist())
             self._manifests_done.add(m.file_name)
 
+    def holders_listing(self, schema_id: int) -> list[tuple[str, str]]:
+        """The snapshots, tags and changelogs read whose manifests list a file (added or
+        deleted) of `schema_id`, as (kind, name)."""
+        return [key for key, (data, changelog) in self.manifests_of.items()
+                if any(schema_id in self._manifest_schemas.get(n, ())
+                       for n in data + changelog)]
+
     # -- why a schema id is referenced (reporting only: never decides a deletion) -------------
     def why_referenced(self, schema_id: int) -> tuple[str, str] | None:
         """(kind, reason) of the first reference found to `schema_id`: the `schemaId` of a

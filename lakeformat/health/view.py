@@ -287,7 +287,10 @@ def _trace_compactions(view: TableView, sm: SnapshotManager) -> None:
     lo_id, hi_id = view.earliest_id, view.latest.id
     for local in instants:
         utc = local - view.offset_ms
-        lo, hi = lo_id, hi_id + 1
+        # narrow by the snapshots already read (the searches of the other instants)
+        known = [(sid, s.time_millis) for sid, s in view.cache.items() if lo_id <= sid <= hi_id]
+        lo = max((sid + 1 for sid, ms in known if ms < utc), default=lo_id)
+        hi = min((sid for sid, ms in known if ms >= utc), default=hi_id + 1)
         while lo < hi:
             mid = (lo + hi) // 2
             snap = read_snapshots(sm, range(mid, mid + 1), view.cache).get(mid)

@@ -55,6 +55,7 @@ class Due:
         self.now_score = score(self.inputs)[0]
         self.actions: list[DueAction] = []
         self.not_due: NotDue = {}
+        self.full_tasks: list[CompactTask] = []  # what the full-compaction action covers
         f = view.figures
         self.index = {(p, int(b)): i for i, (p, b) in enumerate(zip(f.partition,
                                                                      f.bucket.tolist()))}
@@ -130,10 +131,20 @@ def rule_compaction(due: Due) -> None:
     urgent = False
     local_now = view.local_ms
     interval = o.compaction_optimization_interval
+    full = [a for a in due.actions if a.kind == "full-compact"]
+    covered = {t.partition for t in due.full_tasks}
+    skipped = []
     for t in view.minor:
         i = due.index[(t.partition, t.bucket)]
         where = _where(view, t.partition, t.bucket)
         runs = int(f.sorted_runs[i])
+        if full and (t.partition in covered or not view.schema.partition_keys):
+            # the full compaction due there does this work too; what was urgent stays so
+            skipped.append(where)
+            if view.pk and runs >= urgent_at:
+                for a in full:
+                    a.urgent = True
+            continue
         size = human_size(sum(x.file_size for x in t.files))
         if t.reason == "optimization-interval" and interval is not None:
             last = int(f.last_full[i])
@@ -161,6 +172,10 @@ def rule_compaction(due: Due) -> None:
             reasons.append(f"{where} has {runs} sorted runs >= {TRIGGER} {trigger} "
                            f"({t.reason}: {len(t.files)} files, {size})")
         tasks.append(t)
+    if not tasks and skipped:
+        due.not_due[rule] = (f"the full compaction due covers {', '.join(skipped[:3])}"
+                             + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""))
+        return
     if not tasks:
         why = _no_compaction(view, trigger)
         if gated:
@@ -256,6 +271,7 @@ def rule_full(due: Due) -> None:
                                          f"{DELETE_RATIO} {threshold}")
     if picks:
         tasks = [picks[k] for k in sorted(picks)]
+        due.full_tasks = tasks
         _compact_action(due, "full-compact", rules[0], tasks, reasons, False,
                         {"buckets": len(tasks), "rules": rules})
 
@@ -437,24 +453,5 @@ def due_actions(view: TableView) -> tuple[list[DueAction], NotDue]:
         except Exception as e:  # one rule's failure is reported, the others still run
             name = rule.__name__.removeprefix("rule_")
             view.errors.append(f"rule {name}: {type(e).__name__}: {e}")
-    fulls = [a for a in due.actions if a.kind == "full-compact"]
-    if fulls:  # a full compaction of a partition does the minor one's work there
-        covered = {b["partition"] for a in fulls for b in a.buckets}
-        for a in due.actions:
-            if a.kind == "compact":
-                if not view.schema.partition_keys:
-                    a.buckets = []
-                    continue
-                a.buckets = [b for b in a.buckets if b["partition"] not in covered]
-                a.partitions = [p for p in a.partitions
-                                if _spec_text(view, p) not in covered]
-                a.arguments["partitions"] = a.partitions
-    actions = [a for a in due.actions if not (a.kind == "compact" and not a.buckets)]
-    return actions, due.not_due
+    return due.actions, due.not_due
 
-
-def _spec_text(view: TableView, spec: dict[str, Any]) -> str:
-    for p in dict.fromkeys(view.figures.partition):
-        if view.parts.of(p)[2] == spec:
-            return view.parts.of(p)[0]
-    return ""

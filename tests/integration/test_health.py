@@ -189,6 +189,22 @@ def test_full_compaction_delta_commits(catalog):
 
 
 @local_disk
+def test_a_full_compaction_due_replaces_the_minor_one_and_keeps_its_urgency(catalog):
+    t = pk_table(catalog, **{"full-compaction.delta-commits": "2",
+                             "num-sorted-run.compaction-trigger": "2",
+                             "num-sorted-run.stop-trigger": "3"})
+    t.write(batch([1]))
+    t.write(batch([2]))
+    r = t.maintenance_due()
+    assert kinds(r) == ["full-compact"] and r.actions[0].urgent
+    assert r.not_due["num-sorted-run.compaction-trigger"] == (
+        "the full compaction due covers bucket 0 of dt=d1")
+    t.write(batch([3], day="d2"))  # 3 commits now: below 4 the minor compaction is due alone
+    r = t.maintenance_due({"full-compaction.delta-commits": 4})
+    assert kinds(r) == ["compact"] and r.actions[0].partitions == [{"dt": "d1"}]
+
+
+@local_disk
 def test_deletion_vectors_delete_ratio_and_level_0(catalog):
     t = pk_table(catalog, **{"deletion-vectors.enabled": "true", "write-only": "true"})
     t.write(batch(range(10)))
@@ -254,11 +270,13 @@ def test_snapshot_expiry_rule_matches_the_dry_run(catalog):
     # the limit is the one expiry uses (lakeformat's default 10)
     for i in range(3):
         t.write(batch([20 + i]))
-    r = t.maintenance_due({"snapshot.num-retained.min": 1, "snapshot.expire.limit": 3})
+    # 8 snapshots, 2 retained: 6 expire, 3 per run (the newest two's commit times may share a
+    # millisecond with the cut-off, so retain_min 2 keeps the figures exact)
+    r = t.maintenance_due({"snapshot.num-retained.min": 2, "snapshot.expire.limit": 3})
     a = action(r, "expire-snapshots")
-    assert (a.figures["snapshots"], a.figures["beyond_limit"]) == (3, 4)
-    assert a.arguments == {"retain_min": 1, "max_deletes": 3}
-    assert "+4 more beyond snapshot.expire.limit 3" in a.reason
+    assert (a.figures["snapshots"], a.figures["beyond_limit"]) == (3, 3)
+    assert a.arguments == {"retain_min": 2, "max_deletes": 3}
+    assert "+3 more beyond snapshot.expire.limit 3" in a.reason
     res = perform(t, a)
     assert res.snapshots_deleted == [1, 2, 3]
     assert t.health().snapshots["earliest_id"] == 4
@@ -454,7 +472,7 @@ def test_schema_kept_only_by_delete_entries_asks_for_a_manifest_compaction(catal
     t.write(batch([1], "b"))
     t.alter(SchemaChange.set_option("snapshot.num-retained.max", "50"))
     t.compact(full=True)  # rewritten under schema 1; its ADD/DELETE entries stay listed
-    t.expire_snapshots()
+    t.expire_snapshots(older_than=dt.timedelta(0))
     h = t.health()
     assert h.snapshots["earliest_id"] == h.snapshots["latest_id"] == 3
     assert h.schemas["removable"] == [] and h.schemas["kept_kinds"]["0"] == "deleted-file"
@@ -464,6 +482,6 @@ def test_schema_kept_only_by_delete_entries_asks_for_a_manifest_compaction(catal
     a = action(r, "compact-manifests")
     assert a.reason.startswith("schemas ['0'] are kept only by DELETE entries")
     perform(t, a)
-    t.expire_snapshots()
+    t.expire_snapshots(older_than=dt.timedelta(0))
     assert t.health().schemas["removable"] == [0]
     assert kinds(t.maintenance_due()) == ["clean-schemas"]

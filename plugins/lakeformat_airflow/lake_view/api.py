@@ -1,0 +1,74 @@
+"""The Lake view's JSON API (all routes need a user the auth manager lets in: `access`).
+
+* `GET api/tables` — `[{"connection", "table", "report": DueReport.to_dict() | null,
+  "error": str | null}]`, one per listed table (a table that cannot be read has `error`), then
+  one per connection that cannot be read (`table` null).
+* `GET api/tables/{db}/{table}?conn=` — `{"health": TableHealth.to_dict(), "due":
+  DueReport.to_dict()}`: one `Table.maintenance_due()` read gives both.
+* `GET api/tables/{db}/{table}/snapshots?conn=&limit=` — the latest `limit` snapshots (default
+  100), oldest first: `lakeformat.snapshot_info` dicts plus `dag`, `task`, `map_index` parsed
+  from an Airflow operator's commit user (`airflow:<dag>.<task>[<i>]...`).
+
+A bad name is 400 (lakeformat's identifier check, message included), a connection or table
+the view does not list 404, a table whose metadata cannot be read 502 with its error.
+`conn` defaults to `lakeformat_default`. Routes are plain `def`s: FastAPI runs them in its
+thread pool, so blocking store reads never stall the server's event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+
+from lakeformat_airflow import DEFAULT_CONN_ID
+from lakeformat_airflow.lake_view.access import api_user
+
+router = APIRouter(prefix="/api", dependencies=[Depends(api_user)])
+
+#: the most snapshots one request reads
+MAX_SNAPSHOTS = 1000
+
+
+def _entry(conn: str, db: str, table: str) -> tuple[Any, str, Any]:
+    from lakeformat_airflow.lake_view import service
+
+    try:
+        source, name, entry = service.table_entry(conn, db, table)
+    except service.BadName as e:
+        raise HTTPException(status_code=400, detail=str(e)) from None
+    except (service.UnknownSource, service.NotListed) as e:
+        raise HTTPException(status_code=404, detail=str(e)) from None
+    if entry.error is not None:
+        status = 404 if entry.error.startswith(("TableNotFoundError", "DatabaseNotFoundError")) \
+            else 502
+        raise HTTPException(status_code=status, detail=entry.error)
+    return source, name, entry
+
+
+@router.get("/tables")
+def tables() -> list[dict[str, Any]]:
+    from lakeformat_airflow.lake_view import service
+
+    return [row.to_dict() for row in service.list_rows()]
+
+
+@router.get("/tables/{db}/{table}")
+def table(db: str, table: str, conn: str = DEFAULT_CONN_ID) -> dict[str, Any]:
+    _, _, entry = _entry(conn, db, table)
+    report = entry.report
+    return {"health": report.health.to_dict(), "due": report.to_dict()}
+
+
+@router.get("/tables/{db}/{table}/snapshots")
+def snapshots(db: str, table: str, conn: str = DEFAULT_CONN_ID,
+              limit: int = Query(100, ge=1, le=MAX_SNAPSHOTS)) -> list[dict[str, Any]]:
+    from lakeformat_airflow.lake_view.history import snapshot_timeline
+
+    source, name, entry = _entry(conn, db, table)
+    try:
+        return snapshot_timeline(entry, name, limit)
+    except Exception as e:  # noqa: BLE001 - the store's error, redacted
+        from lakeformat_airflow.lake_view.sources import error_text
+
+        raise HTTPException(status_code=502, detail=error_text(e, source.secrets)) from None

@@ -1,0 +1,101 @@
+"""What the pages and the JSON API ask: the rows of the table list and one table's entry,
+through the process-wide sources and health cache (`SOURCES`, `CACHE`)."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from lakeformat_airflow.lake_view.cache import Entry, HealthCache
+from lakeformat_airflow.lake_view.config import Settings, settings
+from lakeformat_airflow.lake_view.sources import (
+    BadName,
+    Source,
+    Sources,
+    UnknownSource,
+    check_table,
+)
+
+SOURCES = Sources()
+CACHE = HealthCache()
+_POOL: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+__all__ = ["BadName", "CACHE", "NotListed", "Row", "SOURCES", "UnknownSource", "clear",
+           "list_rows", "settings", "table_entry"]
+
+
+class NotListed(LookupError):
+    """A table the view's patterns do not select."""
+
+
+@dataclass
+class Row:
+    """One row of the table list: a table's entry, or a connection that could not be read."""
+
+    connection: str
+    table: str | None
+    entry: Entry | None
+    error: str | None
+
+    @property
+    def report(self) -> Any:
+        return None if self.entry is None else self.entry.report
+
+    def to_dict(self) -> dict[str, Any]:
+        report = self.report
+        return {"connection": self.connection, "table": self.table,
+                "report": None if report is None else report.to_dict(),
+                "error": self.error if self.entry is None else self.entry.error}
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    with _POOL_LOCK:
+        pool = _POOL.get(workers)
+        if pool is None:
+            pool = _POOL[workers] = ThreadPoolExecutor(max_workers=workers,
+                                                       thread_name_prefix="lake-view")
+        return pool
+
+
+def list_rows(config: Settings | None = None) -> list[Row]:
+    """Every listed table's row (its health from the cache, revalidated in parallel when
+    past the TTL), then a row per connection that could not be read."""
+    config = config or settings()
+    sources = SOURCES.get(config)
+    jobs: list[tuple[Source, str]] = [(s, t) for s in sources for t in s.tables]
+    CACHE.forget({(s.conn_id, t) for s, t in jobs})
+
+    def one(job: tuple[Source, str]) -> Row:
+        source, name = job
+        entry = CACHE.get(source, name, ttl=config.ttl, max_age=config.max_age)
+        return Row(source.conn_id, name, entry, None)
+
+    rows = list(_pool(config.workers).map(one, jobs)) if len(jobs) > 1 else [one(j)
+                                                                              for j in jobs]
+    rows += [Row(s.conn_id, None, None, s.error) for s in sources if s.error is not None]
+    return rows
+
+
+def table_entry(conn_id: str, db: str, table: str, config: Settings | None = None,
+                *, revalidate: bool = True) -> tuple[Source, str, Entry]:
+    """(source, "db.t", entry) of one table; `BadName`, `UnknownSource` or `NotListed` when
+    the URL names no table of the view. `revalidate` checks the snapshot ids now (TTL 0)."""
+    name = check_table(db, table)
+    config = config or settings()
+    source = SOURCES.source(config, conn_id)
+    if not config.wants(conn_id, name):
+        raise NotListed(f"table {name} of connection {conn_id!r} is not one of the Lake view's")
+    if source.catalog is None:
+        raise UnknownSource(f"connection {conn_id!r} cannot be read: {source.error}")
+    entry = CACHE.get(source, name, ttl=0.0 if revalidate else config.ttl,
+                      max_age=config.max_age)
+    return source, name, entry
+
+
+def clear() -> None:
+    """Forget every connection and cached health (tests, or after changing connections)."""
+    SOURCES.clear()
+    CACHE.clear()

@@ -1,0 +1,195 @@
+"""Which tables the Lake view shows, and how it opens them.
+
+A *source* is one `lakeformat` connection: its catalog, built by the provider's
+`LakeformatHook` (the same options the operators use) with the connection looked up the
+server's way (Airflow's secrets backends, environment variables and metadata DB — the Task
+SDK's lookup only works inside a task). Which connections: `[lakeformat]
+lake_view_connections`, else `lakeformat_default` and every connection of type `lakeformat`.
+A source and its table names are kept for the cache's TTL; a connection whose settings did not
+change keeps its catalog (and the cache its tables).
+
+Nothing secret leaves here: `redact` takes every secret value of the connection (the
+password, and each option the library counts as secret) out of an error's text, and any
+`user:password@` of a URL; the page shows the warehouse URI (redacted the same way), never
+options.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from lakeformat_airflow import CONN_TYPE, DEFAULT_CONN_ID
+from lakeformat_airflow.lake_view.config import Settings
+
+#: a secret shorter than this is not searched for in error texts (it would blank words)
+MIN_SECRET = 4
+_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+class UnknownSource(LookupError):
+    """A connection id the view does not list (not configured, or not of type lakeformat)."""
+
+
+class BadName(ValueError):
+    """A database or table name from a URL that lakeformat's identifier checks refuse."""
+
+
+def check_table(db: str, table: str) -> str:
+    """"db.table" when both names pass lakeformat's checks (as every catalog call does);
+    else `BadName` with the check's message (`..`, `/`, control characters, `$`, ...)."""
+    from lakeformat.errors import InvalidIdentifierError
+    from lakeformat.identifier import check_name
+
+    try:
+        return f"{check_name('database', db)}.{check_name('table', table)}"
+    except InvalidIdentifierError as e:
+        raise BadName(str(e)) from None
+
+
+def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """`text` without the secrets and URL credentials in it."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= MIN_SECRET:
+            text = text.replace(secret, "***")
+    return _USERINFO.sub("***@", text)
+
+
+def error_text(exc: BaseException, secrets: tuple[str, ...] = ()) -> str:
+    return redact(f"{type(exc).__name__}: {exc}", secrets)
+
+
+def _server_connection(conn_id: str) -> Any:
+    from airflow.models.connection import Connection
+
+    return Connection.get_connection_from_secrets(conn_id)
+
+
+@dataclass
+class Source:
+    """One connection: its catalog (None when it could not be opened: `error` says why)."""
+
+    conn_id: str
+    warehouse: str = ""
+    catalog: Any = None
+    secrets: tuple[str, ...] = ()
+    signature: str = ""
+    error: str | None = None
+    tables: list[str] = field(default_factory=list)
+    opened: float = 0.0
+
+    def redact(self, text: str) -> str:
+        return redact(text, self.secrets)
+
+
+def open_source(conn_id: str, previous: Source | None = None) -> Source:
+    """The connection's catalog (the previous one when its settings are unchanged)."""
+    from lakeformat.errors import hides_value
+    from lakeformat_airflow.hooks.lakeformat import LakeformatHook
+
+    source = Source(conn_id, opened=time.monotonic())
+    secrets: list[str] = []
+    try:
+        hook = LakeformatHook(conn_id)
+        hook.get_connection = _server_connection  # type: ignore[method-assign]
+        conn = _server_connection(conn_id)
+        if conn.password:
+            secrets.append(str(conn.password))
+        warehouse, options = hook.catalog_config()
+        secrets += [str(v) for k, v in options.items() if hides_value(k) and v]
+        source.secrets = tuple(dict.fromkeys(secrets))
+        source.warehouse = source.redact(warehouse)
+        source.signature = json.dumps([warehouse, sorted(options.items())])
+        if previous is not None and previous.catalog is not None \
+                and previous.signature == source.signature:
+            source.catalog = previous.catalog
+        else:
+            import lakeformat as lf
+
+            source.catalog = lf.Catalog(warehouse, options=options)
+    except Exception as e:  # noqa: BLE001 - the connection's row shows why
+        source.secrets = tuple(dict.fromkeys(secrets))
+        source.error = error_text(e, source.secrets)
+    return source
+
+
+def list_tables(source: Source, settings: Settings) -> None:
+    """Fill `source.tables` with its "db.t" names the patterns select (sorted)."""
+    if source.catalog is None:
+        return
+    try:
+        cat = source.catalog
+        names = [f"{db}.{t}" for db in cat.list_databases() for t in cat.list_tables(db)]
+        source.tables = sorted(n for n in names if settings.wants(source.conn_id, n))
+    except Exception as e:  # noqa: BLE001 - the connection's row shows why
+        source.error = error_text(e, source.secrets)
+
+
+def _env_conn_type(value: str) -> str:
+    value = value.strip()
+    if value.startswith("{"):
+        try:
+            return str(json.loads(value).get("conn_type") or "")
+        except (ValueError, AttributeError):
+            return ""
+    return value.split(":", 1)[0].replace("-", "_")
+
+
+def discover() -> list[str]:
+    """`lakeformat_default` and every connection of type `lakeformat` (metadata DB and
+    `AIRFLOW_CONN_*` variables), sorted with the default first."""
+    found = {DEFAULT_CONN_ID}
+    for key, value in os.environ.items():
+        if key.startswith("AIRFLOW_CONN_") and _env_conn_type(value) == CONN_TYPE:
+            found.add(key[len("AIRFLOW_CONN_"):].lower())
+    try:
+        from airflow.models.connection import Connection
+        from airflow.utils.session import create_session
+
+        with create_session() as session:
+            rows = session.query(Connection.conn_id).filter(
+                Connection.conn_type == CONN_TYPE).all()
+        found.update(r[0] for r in rows)
+    except Exception:  # noqa: BLE001 - no metadata DB: the configured ones still list
+        pass
+    return sorted(found, key=lambda c: (c != DEFAULT_CONN_ID, c))
+
+
+class Sources:
+    """The connections and their table names, refreshed at most once per TTL."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sources: dict[str, Source] = {}
+        self._loaded = -1.0
+        self._key: Any = None
+
+    def get(self, settings: Settings, *, fresh: bool = False) -> list[Source]:
+        now = time.monotonic()
+        key = (settings.connections, settings.patterns)
+        with self._lock:
+            if fresh or key != self._key or now - self._loaded >= settings.ttl:
+                ids = list(settings.connections) or discover()
+                sources = {}
+                for conn_id in ids:
+                    source = open_source(conn_id, self._sources.get(conn_id))
+                    list_tables(source, settings)
+                    sources[conn_id] = source
+                self._sources, self._loaded, self._key = sources, now, key
+            return list(self._sources.values())
+
+    def source(self, settings: Settings, conn_id: str) -> Source:
+        """The source of a listed connection; `UnknownSource` for any other id."""
+        for source in self.get(settings):
+            if source.conn_id == conn_id:
+                return source
+        raise UnknownSource(f"connection {conn_id!r} is not one of the Lake view's")
+
+    def clear(self) -> None:
+        with self._lock:
+            self._sources, self._loaded, self._key = {}, -1.0, None

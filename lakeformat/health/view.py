@@ -144,6 +144,36 @@ class TableView:
         return round((self.local_ms - self.now_ms) / 60000) * 60000
 
 
+class _Pinned(SnapshotManager):
+    """The snapshot manager of the pass: latest and earliest ids as read at its start (the
+    expiry dry run asks for them again otherwise)."""
+
+    def __init__(self, file_io: FileIO, path: str, latest: Snapshot | None,
+                 earliest_id: int | None):
+        super().__init__(file_io, path)
+        self._latest = latest.id if latest is not None else None
+        self._earliest = earliest_id
+
+    def latest_snapshot_id(self) -> int | None:
+        return self._latest
+
+    def earliest_snapshot_id(self) -> int | None:
+        return self._earliest
+
+
+class _Consumers:
+    """The consumers as the pass read them, for the expiry dry run."""
+
+    def __init__(self, consumers: dict[str, int]):
+        self._consumers = consumers
+
+    def consumers(self) -> dict[str, int]:
+        return dict(self._consumers)
+
+    def min_next_snapshot(self) -> int | None:
+        return min(self._consumers.values(), default=None)
+
+
 def _error(errors: list[str], what: str, e: Exception) -> None:
     errors.append(f"{what}: {type(e).__name__}: {e}")
 
@@ -179,13 +209,18 @@ def read_view(file_io: FileIO, path: str, schema: TableSchema, name: str,
                      earliest, metas, changelog_metas, entries, dvs, figures,
                      PartitionText(schema, opts), minor, refused, Expiry(), Schemas(), [], {},
                      None, errors, cache)
-    _read_expiry(view, sm)
+    consumers_read = True
     for what, read in (("tags", lambda: TagManager(file_io, path).tags()),
                        ("consumers", lambda: ConsumerManager(file_io, path).consumers())):
         try:
             setattr(view, what, read())
         except Exception as e:
             _error(errors, f"cannot read the {what}", e)
+            consumers_read = consumers_read and what != "consumers"
+    if consumers_read:  # what consumers pin bounds expiry: no figures without them
+        _read_expiry(view, _Pinned(file_io, path, latest, earliest_id))
+    else:
+        view.expiry.refused = "the consumers could not be read (see errors)"
     try:
         view.schemas = _read_schemas(view)
     except Exception as e:
@@ -205,6 +240,7 @@ def read_view(file_io: FileIO, path: str, schema: TableSchema, name: str,
 
 
 def _read_expiry(view: TableView, sm: SnapshotManager) -> None:
+    """Expiry's own range and plan (`expire_range`, `plan_expire`) over the pass's reads."""
     opts, ex = view.opts, view.expiry
     try:
         check_supported(view.schema, EXPIRE_SNAPSHOTS, view.path)
@@ -217,7 +253,7 @@ def _read_expiry(view: TableView, sm: SnapshotManager) -> None:
         return
     try:
         cutoff = view.now_ms - int(opts.snapshot_time_retained.total_seconds() * 1000)
-        span = expire_range(sm, ConsumerManager(view.file_io, view.path),
+        span = expire_range(sm, _Consumers(view.consumers),  # type: ignore[arg-type]
                             opts.snapshot_num_retained_min, opts.snapshot_num_retained_max,
                             cutoff, opts.snapshot_expire_limit, view.cache)
         if span is None:

@@ -13,10 +13,11 @@ S3 server on 127.0.0.1.
    `lakeformat_dual_stream` DAG ingests each day (a `coupon` column appears in the orders of
    day 3 and goes in by merge-schema write);
 4. the table before maintenance: snapshots, files and sorted runs per bucket, schema files;
-5. `lakeformat_maintenance` (full compaction, manifest compaction, snapshot expiry,
-   schema-file retention, orphan files), what each task did and where (Spark or in the
-   task's process), and the table after — the same rows, one run per bucket, and the schema
-   files it retired.
+5. `lakeformat_maintenance`: what is due on the table and why, and only that — with the
+   demo's thresholds a full compaction is due after any commit, and then expiry, manifest
+   compaction and schema-file cleanup by the table's own retention — what each action did,
+   where (Spark or in the task's process) and the table's health before and after, and the
+   table after: the same rows, one run per bucket, and the schema files it retired.
 
 Everything runs in this process (`dag.test()`), stops at the end and leaves no process behind.
 `python -m lakeformat_airflow.demo [--engine local|spark] [--home DIR]`.
@@ -54,6 +55,10 @@ RETENTION = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1",
 #: keys of the embedded S3 server (moto accepts any): long enough for Airflow to mask them in
 #: task logs (it skips secrets under 5 characters, with a warning)
 ACCESS_KEY, SECRET_KEY = "lakeformat-demo", "lakeformat-demo-secret"
+#: the maintenance run's threshold overrides: three days of two streams leave at most three
+#: sorted runs in a bucket, below Paimon's compaction trigger (5) — a full compaction after
+#: any commit shows the whole cycle in one run
+MAINTENANCE_THRESHOLDS = {"full-compaction.delta-commits": "1"}
 #: Spark settings of the demo's `spark_default` connection (`-D...` set where the driver's JVM
 #: starts: Spark's log level before its first line; the file is written by `_configure`)
 LOG4J = "log4j2-spark.properties"
@@ -215,14 +220,32 @@ def _report(run: Any) -> None:
             value = rows.get((ti.task_id, ti.map_index))
             value = json.loads(value) if isinstance(value, (str, bytes)) else value
             rendered = RenderedTaskInstanceFields.get_templated_fields(ti, session=session) or {}
-            where = {"spark": "on Spark", "local": "in-process"}.get(rendered.get("engine"), "")
+            engine = rendered.get("engine")
+            if isinstance(value, dict) and "health_after" in value:  # due actions: per action
+                engines = {a["engine"] for a in value["actions"]
+                           if a["action"]["kind"] in ("compact", "full-compact")}
+                engine = "spark" if "spark" in engines else "local" if engines else None
+            where = {"spark": "on Spark", "local": "in-process"}.get(engine, "")
             print(f"    {name:<34} {ti.state!s:<8} {where:<10} {_summary(value)}")
+            if isinstance(value, dict) and "health_after" in value:
+                for done in value["actions"]:
+                    action = done["action"]
+                    print(f"      {action['kind']:<17} {_summary(done['result'])}")
+                    print(f"      {'':<17} due: {action['reason'][:90]}")
+                for skipped in value["skipped"]:
+                    print(f"      {skipped['kind']:<17} no longer due")
 
 
 def _summary(value: Any) -> str:
     """A task's result in a line, in the library's own words where it has them."""
     from lakeformat.results import MaintenanceResult
+    from lakeformat_airflow.operators.due import health_change
 
+    if isinstance(value, list) and all(isinstance(w, dict) and "actions" in w for w in value):
+        return "due: " + ("; ".join(f"{w['table']}: {', '.join(a['kind'] for a in w['actions'])}"
+                                    for w in value) or "nothing")
+    if isinstance(value, dict) and "health_after" in value:  # a table's due actions, done
+        return f"{value['table']}: {health_change(value['health_before'], value['health_after'])}"
     if not isinstance(value, dict):
         return "" if value is None else str(value)[:90]
     if "rows_written" in value:
@@ -373,12 +396,13 @@ def _run(warehouse: str, options: dict[str, str], bucket: str, s3: Any) -> int:
         print("   ", {k: v for k, v in r.items() if v is not None})
     print(f"    ... {rows.num_rows} rows")
 
-    print("\n-- lakeformat_maintenance: compact -> compact manifests -> expire snapshots -> "
-          "clean schema files -> remove orphan files")
+    print("\n-- lakeformat_maintenance: what is due on each table (and why), then only that; "
+          "thresholds: " + ", ".join(f"{k}={v}" for k, v in MAINTENANCE_THRESHOLDS.items()))
     run = bag.dags["lakeformat_maintenance"].test(
         logical_date=DAYS[-1] + dt.timedelta(days=1),
         run_conf={"tables": "shop.*", "partition_idle_time": "0 s",
-                  "engine": os.environ["LAKEFORMAT_ENGINE"]})
+                  "engine": os.environ["LAKEFORMAT_ENGINE"],
+                  "thresholds": MAINTENANCE_THRESHOLDS})
     _report(run)
     describe(table, "after maintenance")
     schemas_after = [s.id for s in table.refresh().schemas()]

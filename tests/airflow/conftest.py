@@ -121,15 +121,15 @@ def task_states(dag_run: Any) -> dict[str, str]:
                 for t in tis}
 
 
-def xcom(dag_run: Any, task_id: str, map_index: int = -1) -> Any:
-    """The return value a task of a finished run pushed."""
+def xcom(dag_run: Any, task_id: str, map_index: int = -1, key: str = "return_value") -> Any:
+    """The return value (or the XCom `key`) a task of a finished run pushed."""
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
     with create_session() as session:
         row = session.query(XComModel).filter_by(
             dag_id=dag_run.dag_id, run_id=dag_run.run_id, task_id=task_id,
-            map_index=map_index, key="return_value").one_or_none()
+            map_index=map_index, key=key).one_or_none()
         if row is None:
             return None
         value = row.value

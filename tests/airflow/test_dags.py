@@ -48,10 +48,10 @@ def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     return json.loads(line.removeprefix("PARSED "))
 
 
-def test_the_four_dags_exist():
+def test_the_five_dags_exist():
     assert [f.name for f in DAG_FILES] == [
         "lakeformat_backfill.py", "lakeformat_dual_stream.py", "lakeformat_expire.py",
-        "lakeformat_maintenance.py"]
+        "lakeformat_maintenance.py", "lakeformat_on_debt.py"]
 
 
 @pytest.mark.parametrize("path", DAG_FILES, ids=lambda p: p.name)

@@ -61,18 +61,20 @@ def test_demo_runs_the_platform_and_cleans_up(tmp_path):
     assert "COMPACT" in after and " 1 sorted runs" in after and " 2 sorted runs" not in after
     for line in out.splitlines():
         assert not any(word in line for word in UNWANTED), line
-    # where the data jobs ran: every ingest and the compaction on Spark
+    # where the data jobs ran: every ingest and the due compaction on Spark
     ran = [line.split() for line in out.splitlines()
-           if line.strip().startswith(("ingest_", "maintain.compact"))]
+           if line.strip().startswith(("ingest_", "maintain["))]
     assert len(ran) == 7 and all(words[2:4] == ["on", "Spark"] for words in ran), ran
     # the retention comes with the table's definition: no schema change between the runs
     assert "with the demo's retention" in out and "schema 2" not in out
     # the commits' asset events reached the registered asset, and queued its DAG's run
-    assert "orders_wide: 7 events (ingest_orders x3, ingest_payments x3, maintain.compact x1)" \
-        in out
+    assert "orders_wide: 7 events (ingest_orders x3, ingest_payments x3, maintain x1)" in out
     assert "lakeformat_demo_orders_updated (scheduled on it): a run queued" in out
-    clean = [line for line in out.splitlines() if "maintain.clean_schemas" in line]
+    # only the due work ran, each action with the rule that made it due
+    assert "due: shop.orders_wide: full-compact" in out
+    clean = [line for line in out.splitlines() if line.strip().startswith("clean-schemas")]
     assert clean and "0 snapshots" not in clean[0], clean
+    assert "score" in out.split("lakeformat_maintenance")[-1]  # health before -> after
     # the maintenance DAG retires the schema the first days were written under: its manifest
     # compaction, then expiry, leave nothing that names schema 0
     assert "manifests compacted in snapshot" in out

@@ -221,7 +221,9 @@ def _required(cls: type) -> dict:
             "LakeformatCreateTableOperator": {"columns": "id BIGINT"},
             "LakeformatAlterTableOperator": {"changes": []},
             "LakeformatCreateTagOperator": {"tag": "t"},
-            "LakeformatRollbackOperator": {"to": 1}}.get(cls.__name__, {})
+            "LakeformatRollbackOperator": {"to": 1},
+            "LakeformatRunDueActionsOperator": {"actions": [{"kind": "compact"}]},
+            }.get(cls.__name__, {})
 
 
 #: a rendered value each argument cannot take (default "<no such value>"); text arguments

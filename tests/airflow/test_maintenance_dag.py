@@ -2,10 +2,12 @@
 merge engines, one of them dynamic-bucket; a bucket-unaware and a bucketed append table; a
 deletion-vector table, a `changelog-producer=lookup` table with deletion vectors, an Avro
 table, a cross-partition upsert table and an append table with deletion vectors; one more the
-pattern leaves out): each compacted to one sorted run per bucket, snapshots expired per the
-table's own policy, schema files nothing needs any more deleted, index files no retained
-snapshot lists gone; every retained snapshot still reads the same in lakeformat and in pypaimon
-2.1.0 (run in the interop venv).
+pattern leaves out), with thresholds (`FORCE`) under which each table's history is due work:
+each compacted to one sorted run per bucket, snapshots expired per the table's own policy,
+schema files nothing needs any more deleted, index files no retained snapshot lists gone;
+every retained snapshot still reads the same in lakeformat and in pypaimon 2.1.0 (run in the
+interop venv). Which tables have due work at all, and that the others run nothing, is
+`test_due_maintenance.py`'s.
 
 On local disk the DAG maintains all ten tables (and pypaimon reads them back). On the moto S3
 server it maintains the four whose files differ in what maintenance lists and deletes there:
@@ -73,6 +75,13 @@ CROSS_PARTITION = ("db.moves",)
 LOOKUP = ("db.vectors", "db.lookup")
 #: tables whose history leaves deletion vectors
 VECTORS = ("db.vectors", "db.lookup", "sales.marked")
+#: thresholds that make every table's compaction due after its history: a full compaction of
+#: each bucket written since its last (primary-key tables with a fixed bucket count), every
+#: bucket with deletion vectors fully compacted (lookup tables), minor compaction of more than
+#: one sorted run (dynamic-bucket tables) and of 3 small files (append tables); expiry and
+#: schema cleanup are due by the tables' own retention options
+FORCE = {"num-sorted-run.compaction-trigger": "1", "compaction.min.file-num": "3",
+         "compaction.delete-ratio-threshold": "0", "full-compaction.delta-commits": "1"}
 ORDER = [("dt", "ascending"), ("id", "ascending"), ("v", "ascending")]
 COMMON = {"bucket": "2", "schema.num-retained.min": "1", "schema.time-retained": "1 ms",
           "snapshot.time-retained": "1 ms"}
@@ -168,23 +177,33 @@ def test_maintenance_dag(where, request, dags):
 
     dag = dags.load("lakeformat_maintenance.py", "lakeformat_maintenance")
     run = dag.test(logical_date=DAY, run_conf={"tables": "db.*,sales.*",
-                                               "partition_idle_time": "0 s"})
+                                               "partition_idle_time": "0 s",
+                                               "thresholds": FORCE})
     states = dags.states(run)
     assert run.state == "success", states
-    assert sorted(dags.xcom(run, "list_tables")) == sorted(tables)
-    assert sum(1 for k in states if k.startswith("maintain.compact[")) == len(tables)
-    # the list is sorted: the mapped groups run the tables in that order
-    manifests = {name: dags.xcom(run, "maintain.manifest_compaction", i)
-                 for i, name in enumerate(sorted(tables))}
-    cleaned = {name: dags.xcom(run, "maintain.clean_schemas", i)
-               for i, name in enumerate(sorted(tables))}
-    # schema 1, never written with, goes at the manifest compaction; schema 0 once the
-    # snapshots naming its replaced files expired: this run where the policy keeps one snapshot
-    assert {n: m["schema_files_deleted"] for n, m in manifests.items()} == dict.fromkeys(
-        tables, 1)
-    assert all(m["manifest_compaction_snapshot"] for m in manifests.values()), manifests
-    assert {n: c["schema_files_deleted"] for n, c in cleaned.items()} == {
-        name: int(keep == 1) for name, (_, keep) in tables.items()}
+    # every table's history is due work under these thresholds: one mapped task per table
+    assert sorted(w["table"] for w in dags.xcom(run, "due_actions")) == sorted(tables)
+    assert sum(1 for k in states if k.startswith("maintain[")) == len(tables)
+    results = {r["table"]: r for r in (dags.xcom(run, "maintain", i)
+                                       for i in range(len(tables)))}
+    ran = {name: [a["action"]["kind"] for a in r["actions"]] for name, r in results.items()}
+    schema_results = {name: [a["result"] for a in r["actions"]
+                             if a["action"]["kind"] in ("compact-manifests", "clean-schemas")]
+                      for name, r in results.items()}
+    # schema 1, never written with, goes; schema 0 once the snapshots naming its replaced
+    # files expired: this run where the policy keeps one snapshot (expiry runs again after
+    # the manifest compaction, and schema cleanup after it)
+    assert {n: sum(r["schema_files_deleted"] for r in rs) for n, rs in
+            schema_results.items()} == {name: 1 + int(keep == 1)
+                                        for name, (_, keep) in tables.items()}, ran
+    for name, result in results.items():
+        assert "expire-snapshots" in ran[name] and ran[name][-1] == "clean-schemas", ran
+        assert result["health_after"] == catalog.get_table(name).health().summary(), name
+        assert result["health_after"]["max_sorted_runs"] == 1, result["health_after"]
+        assert result["health_after"]["score"] >= result["health_before"]["score"], name
+        if tables[name][1] == 2:  # schema 0 stays, named by a kept snapshot: the XCom says so
+            assert schema_results[name][-1]["kept_kinds"]["0"] in ("live-file",
+                                                                   "deleted-file"), name
 
     retained: list[tuple[str, int]] = []
     for name, (_, keep) in tables.items():
@@ -193,12 +212,10 @@ def test_maintenance_dag(where, request, dags):
         snaps = table.snapshots()
         assert len(snaps) == keep, (name, [s.id for s in snaps])
         assert snaps[-1].commit_kind == "COMPACT"
-        # schema 1 was never written with: gone. Schema 0 goes with the snapshots whose
-        # manifests name the files compaction replaced (DELETE entries): where the policy
-        # keeps two snapshots the compaction's own stays, and schema 0 with it (a later run)
+        # schema 1 was never written with: gone. Schema 0 goes with the snapshots that name
+        # the files compaction replaced: where the policy keeps two snapshots, one of them
+        # stays, and schema 0 with it (a later run)
         assert _schema_files(table) == ([2] if keep == 1 else [0, 2]), name
-        if keep == 2:
-            assert cleaned[name]["kept_kinds"]["0"] == "deleted-file", name
         if name == "db.dedup":  # the index files of the expired snapshots went with them
             index_dir = table.file_io.join(table.path, "index")
             left = table.file_io.list_status(index_dir)
@@ -237,7 +254,10 @@ def test_maintenance_retires_old_schema_files(local_conn, dags):
     """A table written under schema 0, altered and written under schema 1: its own options
     let old snapshots and schemas go. One maintenance run leaves schema 1 alone in schema/,
     and the rows read the same. A table keeping two snapshots loses schema 0 on the next
-    day's run, after a day's write. (On local disk: see the module docstring.)"""
+    day's run, after a day's write. (On local disk: see the module docstring.) The thresholds
+    make a full compaction due after every commit and a manifest compaction on every run (the
+    old DAG's nightly routine): the manifest compaction of the first run is what drops the
+    DELETE entries that would otherwise keep schema 0 named in the second run's snapshots."""
     catalog = lf.Catalog(local_conn)
     catalog.create_database("shop")
     retention = {"bucket": "1", "snapshot.num-retained.min": "1",
@@ -259,7 +279,9 @@ def test_maintenance_retires_old_schema_files(local_conn, dags):
 
     assert schema_dir("shop.orders") == schema_dir("shop.slow") == ["schema-0", "schema-1"]
     dag = dags.load("lakeformat_maintenance.py", "lakeformat_maintenance")
-    conf = {"tables": "shop.*", "partition_idle_time": "0 s", "engine": "local"}
+    conf = {"tables": "shop.*", "partition_idle_time": "0 s", "engine": "local",
+            "thresholds": {"full-compaction.delta-commits": "1",
+                           "manifest.merge-min-count": "1"}}
     run = dag.test(logical_date=DAY + dt.timedelta(days=10), run_conf=conf)
     assert run.state == "success", dags.states(run)
     assert schema_dir("shop.orders") == ["schema-1"]

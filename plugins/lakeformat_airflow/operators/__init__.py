@@ -4,6 +4,10 @@ from lakeformat_airflow.operators.backfill import LakeformatBackfillOperator
 from lakeformat_airflow.operators.base import LakeformatBaseOperator
 from lakeformat_airflow.operators.catalog import LakeformatListTablesOperator
 from lakeformat_airflow.operators.compact import LakeformatCompactOperator
+from lakeformat_airflow.operators.due import (
+    LakeformatDueActionsOperator,
+    LakeformatRunDueActionsOperator,
+)
 from lakeformat_airflow.operators.maintenance import (
     LakeformatCleanSchemasOperator,
     LakeformatExpirePartitionsOperator,
@@ -24,8 +28,9 @@ __all__ = [
     "LakeformatAlterTableOperator", "LakeformatBackfillOperator", "LakeformatBaseOperator",
     "LakeformatCleanSchemasOperator",
     "LakeformatCompactOperator", "LakeformatCreateTableOperator", "LakeformatCreateTagOperator",
+    "LakeformatDueActionsOperator",
     "LakeformatExpirePartitionsOperator", "LakeformatExpireSnapshotsOperator",
     "LakeformatIngestOperator", "LakeformatListTablesOperator",
     "LakeformatRemoveOrphanFilesOperator",
-    "LakeformatRollbackOperator",
+    "LakeformatRollbackOperator", "LakeformatRunDueActionsOperator",
 ]

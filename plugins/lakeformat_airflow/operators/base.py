@@ -296,6 +296,18 @@ class LakeformatBaseOperator(BaseOperator):
         self.lakeformat_conn_id = lakeformat_conn_id
         self.skip_when_busy = skip_when_busy
 
+    @classmethod
+    def partial(cls, **kwargs: Any) -> Any:
+        """`Operator.partial(...)` for dynamic task mapping: a committing operator declares the
+        connection's asset alias there too (a mapped task's outlets are its partial's, never
+        its `__init__`'s)."""
+        from airflow.sdk.bases.operator import partial
+
+        if cls.writes_table and "outlets" not in kwargs:
+            conn_id = kwargs.get("lakeformat_conn_id", DEFAULT_CONN_ID)
+            kwargs["outlets"] = [connection_alias(conn_id)]
+        return partial(cls, **kwargs)
+
     def hook(self) -> Any:
         from lakeformat_airflow.hooks.lakeformat import LakeformatHook
 

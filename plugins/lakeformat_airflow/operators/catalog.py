@@ -13,6 +13,21 @@ from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow import DEFAULT_CONN_ID
 
 
+def split_patterns(pattern: str) -> list[str]:
+    """The comma-separated `db.table` patterns of `pattern`."""
+    return [p.strip() for p in pattern.split(",") if p.strip()]
+
+
+def matching_tables(catalog: Any, pattern: str) -> list[str]:
+    """The sorted `db.table` names of `catalog` matching `pattern` (shell-style patterns,
+    comma-separated); a database no pattern can match is not listed."""
+    patterns = split_patterns(pattern)
+    names = [f"{db}.{t}" for db in catalog.list_databases()
+             if any(fnmatch.fnmatchcase(db, p.split(".", 1)[0]) for p in patterns)
+             for t in catalog.list_tables(db)]
+    return sorted(n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns))
+
+
 class LakeformatListTablesOperator(BaseOperator):
     """Return the sorted `db.table` names matching `pattern` (shell-style, `*.*` for every
     table; several patterns comma-separated, e.g. `"shop.*,logs.events"`)."""
@@ -32,13 +47,9 @@ class LakeformatListTablesOperator(BaseOperator):
         from lakeformat_airflow.hooks.lakeformat import LakeformatHook
         from lakeformat_airflow.operators.base import library_errors
 
-        patterns = [p.strip() for p in self.pattern.split(",") if p.strip()]
         with library_errors():
             catalog = LakeformatHook(self.lakeformat_conn_id).get_catalog()
-            names = [f"{db}.{t}" for db in catalog.list_databases()
-                     if any(fnmatch.fnmatchcase(db, p.split(".", 1)[0]) for p in patterns)
-                     for t in catalog.list_tables(db)]
-        found = sorted(n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns))
+            found = matching_tables(catalog, self.pattern)
         self.log.info("%d table(s) of %s match %s: %s", len(found), catalog.warehouse,
                       self.pattern, ", ".join(found) or "none")
         return found

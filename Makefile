@@ -7,7 +7,7 @@ VENV := .venv
 INTEROP_VENV := .venv-interop
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: demo demo-library docker-compose test test-deep test-main test-interop bench lint clean venv postgresql
+.PHONY: demo demo-library docker-compose chromium test test-deep test-main test-interop bench lint clean venv postgresql
 
 venv: $(VENV)/.installed
 
@@ -59,6 +59,19 @@ docker-compose:
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-compose; \
 	fi
 
+# The lake view's browser test (tests/airflow/test_lake_view_browser.py) drives Debian's chromium
+# headless through its chromedriver (Selenium never downloads a driver): both are installed here
+# when either command is missing (apt is not called when they are there), without recommends.
+chromium:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	else \
+	  echo "installing Debian's chromium and chromium-driver (the lake view's browser test)"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	    chromium chromium-driver; \
+	fi
+
 # `make test`: the main suite (.venv) over TEST_WORKERS pytest-xdist processes, and beside it the
 # interop suite (.venv-interop) with its output in build/test/interop.log, printed after the
 # main suite's. Tests that share a costly process (Spark, PostgreSQL) stay on one worker
@@ -71,7 +84,7 @@ MAIN_PYTEST := $(VENV)/bin/python -m pytest tests --ignore=tests/interop -q \
 	-n $(TEST_WORKERS) --dist loadgroup
 INTEROP_PYTEST := $(INTEROP_VENV)/bin/python -m pytest tests/interop -q
 
-test: $(VENV)/.installed $(INTEROP_VENV)/.installed postgresql docker-compose
+test: $(VENV)/.installed $(INTEROP_VENV)/.installed postgresql docker-compose chromium
 	@mkdir -p build/test
 	@rm -f build/test/main.xml build/test/interop.xml
 	@echo "make test: tests/interop runs beside the main suite (.venv-interop); its output follows"
@@ -91,7 +104,7 @@ test-deep:
 	TEST_DEPTH=deep STRESS_RUNS=$${STRESS_RUNS:-5} $(MAKE) test
 
 # one suite alone (the main one still over TEST_WORKERS processes)
-test-main: $(VENV)/.installed $(INTEROP_VENV)/.installed postgresql docker-compose
+test-main: $(VENV)/.installed $(INTEROP_VENV)/.installed postgresql docker-compose chromium
 	$(MAIN_PYTEST) --durations=15 $(PYTEST_ARGS)
 
 test-interop: $(INTEROP_VENV)/.installed

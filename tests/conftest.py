@@ -58,6 +58,8 @@ XDIST_GROUPS: tuple[tuple[str, str], ...] = (
     ("tests/integration/test_inspect.py", "inspect"),
     ("tests/airflow/test_compose.py", "compose"),
     ("tests/airflow/test_dags.py", "dag-parse"),  # the DAG files parsed once in a child process
+    # one `airflow api-server` child process and one headless chromium for the module
+    ("tests/airflow/test_lake_view_browser.py", "lake-view-browser"),
 )
 
 

@@ -157,3 +157,45 @@ def test_an_unchanged_table_is_not_examined_again(hot, monkeypatch):
     for i in range(3):
         _write(hot, 20 + i)
     assert [e["table"] for e in trigger.poll()] == ["db.hot"]  # a new debt fires again
+
+
+class _StateStore:
+    """The asset state store the triggerer gives a watcher's trigger (`aget`/`aset`)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, object] = {}
+
+    async def aget(self, key: str, default: object = None) -> object:
+        return self.values.get(key, default)
+
+    async def aset(self, key: str, value: object) -> None:
+        self.values[key] = json.loads(json.dumps(value))  # JSON, as the store keeps it
+
+
+def test_a_restarted_trigger_does_not_fire_the_same_debt_again(hot):
+    """What fired is kept in the asset's state store: the trigger the triggerer starts again
+    (from `serialize()`, with no memory) stays quiet about the debt it already reported."""
+    from lakeformat_airflow.triggers import LakeformatDebtTrigger
+
+    for i in range(3):
+        _write(hot, i)
+    store = _StateStore()
+
+    async def first_event(trigger: LakeformatDebtTrigger) -> object:
+        trigger.asset_state_store = store
+        agen = trigger.run()
+        pending = asyncio.ensure_future(anext(agen))
+        try:
+            done, _ = await asyncio.wait({pending}, timeout=QUIET if store.values else 60)
+            return pending.result() if done else None
+        finally:
+            await _stop(agen, pending)
+
+    trigger = LakeformatDebtTrigger(pattern="db.*", thresholds=THRESHOLDS, poll_interval=0.05)
+    assert asyncio.run(first_event(trigger)).payload["table"] == "db.hot"
+    assert list(store.values["lakeformat_debt_fired"]) == ["db.hot"]
+    classpath, kwargs = trigger.serialize()
+    assert asyncio.run(first_event(LakeformatDebtTrigger(**kwargs))) is None
+    # unless refire_after has passed (the run it started may have failed)
+    again = LakeformatDebtTrigger(**{**kwargs, "refire_after": 0})
+    assert asyncio.run(first_event(again)).payload["table"] == "db.hot"

@@ -83,6 +83,12 @@ def test_maintenance_runs_only_the_due_work(s3_conn, dags):
         assert examined[name]["due"] == [] and examined[name]["errors"] == [], examined[name]
         assert examined[name]["not_due"], name
 
+    from airflow.utils.session import create_session
+
+    with create_session() as session:  # each mapped task is labelled with its table
+        labels = {ti.rendered_map_index for ti in run.get_task_instances(session=session)
+                  if ti.task_id == "maintain"}
+    assert labels == {"db.hot", "sales.old"}
     results = _by_table(dags, run, 2)
     compact = next(a for a in results["db.hot"]["actions"] if a["action"]["kind"] == "compact")
     assert compact["engine"] == "local"  # a few KiB: far below the Spark threshold

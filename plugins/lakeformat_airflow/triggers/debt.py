@@ -81,6 +81,7 @@ class LakeformatDebtTrigger(BaseEventTrigger):
         self.refire_after = float(refire_after)
         # in-memory state of one run(): never part of serialize()
         self._catalog: Any = None
+        self._tables: dict[str, Any] = {}  # table -> its lakeformat.Table (verbs re-read it)
         self._seen: dict[str, Any] = {}  # table -> latest snapshot id last examined
         self._fired: dict[str, tuple[str, float]] = {}  # table -> (fingerprint, when fired)
 
@@ -102,13 +103,14 @@ class LakeformatDebtTrigger(BaseEventTrigger):
                 self.log.warning("polling %s failed, retrying in %ss: %s: %s", self.pattern,
                                  self.poll_interval, type(e).__name__, e)
                 self._catalog = None  # rebuilt from the connection on the next poll
+                self._tables = {}
                 events = []
+            if events or fired_before != {t: f for t, (f, _) in self._fired.items()}:
+                await self._save_state()  # before the events: a restart after them is quiet
             for event in events:
                 self.log.info("%s: due: %s", event["table"],
                               "; ".join(f"{a['kind']}: {a['reason']}" for a in event["actions"]))
                 yield TriggerEvent(event)
-            if events or fired_before != {t: f for t, (f, _) in self._fired.items()}:
-                await self._save_state()
             await asyncio.sleep(self.poll_interval)
 
     # -- one poll, in a worker thread ---------------------------------------------------------
@@ -123,9 +125,10 @@ class LakeformatDebtTrigger(BaseEventTrigger):
 
             self._catalog = LakeformatHook(self.lakeformat_conn_id).get_catalog()
         names = matching_tables(self._catalog, self.pattern)
-        for gone in set(self._seen) - set(names):
+        for gone in (set(self._seen) | set(self._tables)) - set(names):
             self._seen.pop(gone, None)
             self._fired.pop(gone, None)
+            self._tables.pop(gone, None)
         events = []
         for name in names:
             try:
@@ -133,14 +136,17 @@ class LakeformatDebtTrigger(BaseEventTrigger):
             except Exception as e:  # noqa: BLE001 - one table's error; the others go on
                 self.log.warning("%s: cannot tell what is due: %s: %s", name,
                                  type(e).__name__, e)
-                self._seen.pop(name, None)  # examined again on the next poll
+                self._seen.pop(name, None)  # opened and examined again on the next poll
+                self._tables.pop(name, None)
                 continue
             if event is not None:
                 events.append(event)
         return events
 
     def _check(self, name: str) -> dict[str, Any] | None:
-        table = self._catalog.get_table(name)
+        table = self._tables.get(name)
+        if table is None:
+            table = self._tables[name] = self._catalog.get_table(name)
         latest = table.latest_snapshot()
         snapshot_id = None if latest is None else latest.id
         fired = self._fired.get(name)

@@ -243,3 +243,22 @@ def test_engine_auto_picks_spark_above_the_threshold(s3_conn, monkeypatch, dags)
         op(spark_threshold="lots")
     with pytest.raises(lf.errors.InvalidArgumentError, match="actions"):
         LakeformatRunDueActionsOperator(task_id="m", table="db.t", actions=[{"no": "kind"}])
+
+
+def test_an_action_a_writer_already_did_is_skipped_with_the_reason(s3_conn):
+    """The runner checks each action again before running it: a compaction listed at the
+    night's start that a writer's own compaction did first is not run again."""
+    from lakeformat_airflow.operators import LakeformatRunDueActionsOperator
+
+    uri, options = s3_conn
+    hot = _table(lf.Catalog(uri, options=options), "db.hot", 6)
+    listed = [a.to_dict() for a in hot.maintenance_due().actions]
+    assert [a["kind"] for a in listed] == ["compact"]
+    hot.compact(full=True)  # the writer's
+    op = LakeformatRunDueActionsOperator(task_id="maintain", table="db.hot", actions=listed)
+    ti = SimpleNamespace(dag_id="d", task_id="maintain", map_index=0)
+    result = op.execute({"ti": ti, "logical_date": DAY})
+    assert result["actions"] == [] and [s["kind"] for s in result["skipped"]] == ["compact"]
+    assert result["skipped"][0]["reason"].startswith(
+        "no longer due: num-sorted-run.compaction-trigger: "), result["skipped"]
+    assert result["health_before"] == result["health_after"] == hot.health().summary()

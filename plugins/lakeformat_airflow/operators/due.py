@@ -235,15 +235,14 @@ class LakeformatDueActionsOperator(BaseOperator):
     def reports(self, catalog: Any, names: Sequence[str]
                 ) -> tuple[list[Any], dict[str, Exception]]:
         """Each table's `DueReport`, logged; a table that cannot be read is logged and left out
-        (its error is returned by name), unless the error is in this task's own arguments."""
+        (its error is returned by name). The thresholds were checked before: an error here is
+        the table's own."""
         reports: list[Any] = []
         failed: dict[str, Exception] = {}
         for name in names:
             try:
                 report = catalog.get_table(name).maintenance_due(
                     _thresholds(self.thresholds), orphans=self.orphans)
-            except InvalidArgumentError:
-                raise  # the thresholds: the same for every table
             except Exception as e:  # noqa: BLE001 - one broken table must not stop the others
                 self.log.error("%s: what is due cannot be told: %s: %s", name,
                                type(e).__name__, e)
@@ -319,10 +318,9 @@ class LakeformatRunDueActionsOperator(CommitIdentityMixin, EngineMixin, Lakeform
     one a writer's own compaction already cleared is skipped with the reason. With
     `follow_ups=True` (default) a metadata action that becomes due because an earlier one ran
     (schema files that expiry freed, say) runs too; compaction and orphan removal run only
-    when listed. The result
-    (XCom) has per action its result, the engine it ran on, and the table's health before and
-    after (score, sorted runs, files, snapshots, ...; the task log has the same in a line),
-    plus the table's health before the first and after the last.
+    when listed. The result (XCom) has per action its result, the engine it ran on, and the
+    table's health before and after (score, sorted runs, files, snapshots, ...; the task log
+    has the same in a line), plus the table's health before the first and after the last.
 
     `engine`: `"auto"` (default) compacts on Spark (`spark_conn_id`, default `spark_default`)
     when the action's work estimate (bytes of the files it rewrites) reaches
@@ -394,18 +392,24 @@ class LakeformatRunDueActionsOperator(CommitIdentityMixin, EngineMixin, Lakeform
                          "result": result.to_dict(), "health_before": before,
                          "health_after": after})
             before = after
-        skipped = []
-        for kind in planned:
-            if kind not in ran:
-                reason = "; ".join(f"{rule}: {why}" for rule, why in report.not_due.items())
-                self.log.info("%s: %s is no longer due: %s", table.name, kind, reason)
-                skipped.append({"kind": kind, "reason": reason or "the rules have nothing"})
+        skipped = [{"kind": kind, "reason": self._not_run(kind, report)}
+                   for kind in planned if kind not in ran]
+        for skip in skipped:
+            self.log.info("%s: %s not run: %s", table.name, skip["kind"], skip["reason"])
         left = [a for a in report.actions if a.kind not in ran]
         if left:
             self.log.info("%s: due now, for a later run: %s", table.name,
                           "; ".join(_action_line(a.to_dict()) for a in left))
         return DueRunResult(table=table.name, actions=done, skipped=skipped,
                             health_before=first, health_after=before)
+
+    def _not_run(self, kind: str, report: Any) -> str:
+        """Why a listed action did not run: its rule's not-due reason now."""
+        if any(a.kind == kind for a in report.actions):  # pragma: no cover - MAX_STEPS reached
+            return f"still due: left for a later run ({MAX_STEPS} actions in one task at most)"
+        rules = [a.get("rule") for a in self.actions if a["kind"] == kind]
+        reasons = [f"{r}: {report.not_due[r]}" for r in rules if r in report.not_due]
+        return "no longer due: " + ("; ".join(reasons) or "the rules have nothing for it now")
 
     def _wanted(self, kind: str, planned: Sequence[str], ran: Sequence[str]) -> bool:
         """Whether a due action of `kind` runs now: a planned kind that has not run; with

@@ -24,7 +24,7 @@ from lakeformat.health.results import DueAction
 from lakeformat.health.score import ScoreInputs, score
 from lakeformat.health.view import TableView
 from lakeformat.operation.compact import CompactTask
-from lakeformat.operation.maintain import TimeParseError, compile_formatter, extract_time
+from lakeformat.operation.maintain import expired_partitions
 from lakeformat.operation.support import EXPIRE_PARTITIONS, check_supported
 from lakeformat.results import human_size, id_ranges
 
@@ -370,41 +370,25 @@ def rule_partitions(due: Due) -> None:
     if not view.schema.partition_keys:
         due.not_due[PARTITIONS] = "the table has no partition keys"
         return
-    try:
+    now = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=view.local_ms)
+    try:  # the same pure function partition expiry runs, on the partitions already read
         check_supported(view.schema, EXPIRE_PARTITIONS, view.path)
-        if o.partition_expiration_strategy != "values-time":
-            raise ValueError("partition.expiration-strategy update-time is not supported")
-        formatter = o.partition_timestamp_formatter
-        if formatter is not None:
-            compile_formatter(formatter)
+        found = expired_partitions(view.schema, dict.fromkeys(view.figures.partition),
+                                   expiration, now)
     except Exception as e:
         due.not_due[PARTITIONS] = f"partition expiry refuses this table: {e}"
         return
-    cutoff = (dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=view.local_ms)) - expiration
-    keys = list(view.schema.partition_keys)
-    expired, unreadable = [], []
-    for p in dict.fromkeys(view.figures.partition):
-        spec, _, texts = view.parts.of(p)
-        try:
-            when = extract_time(keys, [texts[k] for k in keys], o.partition_timestamp_pattern,
-                                formatter)
-        except TimeParseError:
-            unreadable.append(spec)
-            continue
-        if when < cutoff:
-            joined = ",".join(o.partition_default_name if texts[k] is None else str(texts[k])
-                              for k in keys)
-            expired.append((joined, p, spec))
+    expired = found.expired
+    unreadable = [why.split(":", 1)[0] for why in found.kept]
     if not expired:
         why = f"no partition older than partition.expiration-time {o.get(PARTITIONS)}"
         if unreadable:
             why += f"; no time in the values of {', '.join(unreadable[:5])}"
         due.not_due[PARTITIONS] = why
         return
-    expired.sort()
     max_num = o.partition_expiration_max_num
     chosen = expired[:max_num]
-    chosen_parts = {p for _, p, _ in chosen}
+    chosen_parts = {p for _, p in chosen}
     f = view.figures
     m = np.fromiter((p in chosen_parts for p in f.partition), np.bool_, len(f))
     x = due.inputs
@@ -417,9 +401,9 @@ def rule_partitions(due: Due) -> None:
     due.add(DueAction(
         table=view.name, kind="expire-partitions", rule=PARTITIONS,
         reason=(f"{len(chosen)} partitions older than partition.expiration-time "
-                f"{o.get(PARTITIONS)}: {', '.join(s for _, _, s in chosen[:5])}{more}"),
-        figures={"partitions": [s for _, _, s in chosen], "unreadable": unreadable},
-        partitions=_partition_specs(view, [p for _, p, _ in chosen]),
+                f"{o.get(PARTITIONS)}: {', '.join(s for s, _ in chosen[:5])}{more}"),
+        figures={"partitions": [s for s, _ in chosen], "unreadable": unreadable},
+        partitions=_partition_specs(view, [p for _, p in chosen]),
         work_files=int(f.files[m].sum()), work_bytes=max(METADATA_WORK, int(f.bytes[m].sum()))),
         after)
 

@@ -11,7 +11,8 @@
 
 A bad name is 400 (lakeformat's identifier check, message included), a connection or table
 the view does not list 404, a table whose metadata cannot be read 502 with its error.
-`conn` defaults to `lakeformat_default`. Routes are plain `def`s: FastAPI runs them in its
+`conn` defaults to `lakeformat_default`. The `X-Lake-Cache` header says what the health cache
+did (`cache`). Routes are plain `def`s: FastAPI runs them in its
 thread pool, so blocking store reads never stall the server's event loop.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Response
 
 from lakeformat_airflow import DEFAULT_CONN_ID
 from lakeformat_airflow.lake_view.access import api_user
@@ -28,13 +29,15 @@ router = APIRouter(prefix="/api", dependencies=[Depends(api_user)])
 
 #: the most snapshots one request reads
 MAX_SNAPSHOTS = 1000
+#: what the health cache did for the answer (`cache`)
+CACHE_HEADER = "X-Lake-Cache"
 
 
-def _entry(conn: str, db: str, table: str) -> tuple[Any, str, Any]:
+def _entry(conn: str, db: str, table: str, response: Response) -> tuple[Any, str, Any]:
     from lakeformat_airflow.lake_view import service
 
     try:
-        source, name, entry = service.table_entry(conn, db, table)
+        source, name, entry, outcome = service.table_entry(conn, db, table)
     except service.BadName as e:
         raise HTTPException(status_code=400, detail=str(e)) from None
     except (service.UnknownSource, service.NotListed) as e:
@@ -42,30 +45,35 @@ def _entry(conn: str, db: str, table: str) -> tuple[Any, str, Any]:
     if entry.error is not None:
         status = 404 if entry.error.startswith(("TableNotFoundError", "DatabaseNotFoundError")) \
             else 502
-        raise HTTPException(status_code=status, detail=entry.error)
+        raise HTTPException(status_code=status, detail=entry.error,
+                            headers={CACHE_HEADER: outcome})
+    response.headers[CACHE_HEADER] = outcome
     return source, name, entry
 
 
 @router.get("/tables")
-def tables() -> list[dict[str, Any]]:
+def tables(response: Response) -> list[dict[str, Any]]:
     from lakeformat_airflow.lake_view import service
 
-    return [row.to_dict() for row in service.list_rows()]
+    rows = service.list_rows()
+    response.headers[CACHE_HEADER] = service.cache_header(rows)
+    return [row.to_dict() for row in rows]
 
 
 @router.get("/tables/{db}/{table}")
-def table(db: str, table: str, conn: str = DEFAULT_CONN_ID) -> dict[str, Any]:
-    _, _, entry = _entry(conn, db, table)
+def table(db: str, table: str, response: Response,
+          conn: str = DEFAULT_CONN_ID) -> dict[str, Any]:
+    _, _, entry = _entry(conn, db, table, response)
     report = entry.report
     return {"health": report.health.to_dict(), "due": report.to_dict()}
 
 
 @router.get("/tables/{db}/{table}/snapshots")
-def snapshots(db: str, table: str, conn: str = DEFAULT_CONN_ID,
+def snapshots(db: str, table: str, response: Response, conn: str = DEFAULT_CONN_ID,
               limit: int = Query(100, ge=1, le=MAX_SNAPSHOTS)) -> list[dict[str, Any]]:
     from lakeformat_airflow.lake_view.history import snapshot_timeline
 
-    source, name, entry = _entry(conn, db, table)
+    source, name, entry = _entry(conn, db, table, response)
     try:
         return snapshot_timeline(entry, name, limit)
     except Exception as e:  # noqa: BLE001 - the store's error, redacted

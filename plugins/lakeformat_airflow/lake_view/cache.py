@@ -16,7 +16,9 @@ redacted), the table's (latest, earliest) snapshot ids when it was computed, and
 Single flight: one lock per entry, so concurrent requests for a table wait for one
 computation instead of each doing it. An error is cached like a report (a broken table is
 not read on every request) and reopened from the catalog on the next computation. The cache
-lives in the API server process (one per worker); `clear()` empties it.
+lives in the API server process (one per worker); `clear()` empties it. The JSON API says
+what the cache did in a header, `X-Lake-Cache` (`hit`, `revalidated` or `computed` for a
+table; the count of each for the list).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakeformat_airflow.lake_view.sources import Source, error_text
+
+HIT, REVALIDATED, COMPUTED = "hit", "revalidated", "computed"
 
 
 @dataclass
@@ -73,18 +77,20 @@ class HealthCache:
                 found = self._entries[key] = Entry()
             return found
 
-    def get(self, source: Source, name: str, *, ttl: float, max_age: float) -> Entry:
-        """The entry of table `name` of `source`, checked or computed as the module says."""
+    def get(self, source: Source, name: str, *, ttl: float, max_age: float
+            ) -> tuple[Entry, str]:
+        """(the entry of table `name` of `source`, how it was had: "hit" (served within the
+        TTL), "revalidated" (snapshot ids unchanged) or "computed"), as the module says."""
         entry = self.entry(source.conn_id, name)
         if entry.signature != source.signature:  # the connection changed: open it again
             with entry.lock:
                 entry.table, entry.checked, entry.signature = None, -1e18, source.signature
         if time.monotonic() - entry.checked < ttl:
-            return entry
+            return entry, HIT
         with entry.lock:  # single flight: a second caller finds the first one's answer
             now = time.monotonic()
             if now - entry.checked < ttl:
-                return entry
+                return entry, HIT
             try:
                 if entry.table is None:
                     entry.table = source.catalog.get_table(name)
@@ -92,7 +98,7 @@ class HealthCache:
                 if (entry.report is not None and ids == entry.ids
                         and now - entry.computed < max_age):
                     entry.checked = time.monotonic()
-                    return entry
+                    return entry, REVALIDATED
                 report = entry.table.maintenance_due()
                 entry.ids, entry.report, entry.error = ids, report, None
             except Exception as e:  # noqa: BLE001 - this table's row shows its error
@@ -101,7 +107,7 @@ class HealthCache:
             entry.memo = {}
             entry.computations += 1
             entry.computed = entry.checked = time.monotonic()
-            return entry
+            return entry, COMPUTED
 
     def forget(self, keep: set[tuple[str, str]]) -> None:
         """Drop the entries of tables no longer listed."""

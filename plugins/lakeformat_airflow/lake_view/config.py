@@ -14,16 +14,23 @@
   snapshots did not change (default 300: schema-file cleanup and option changes make no
   snapshot).
 * `lake_view_workers` — tables revalidated at once when the list is served (default 8).
+* `lake_view_catalog_options` — a JSON object of catalog options laid over an S3 connection's
+  for the view's reads. Default `{"s3.attempts.maximum": "3", "s3.retry.timeout": "3 s"}`:
+  a store that does not answer costs the page seconds, not the minutes a job's retries
+  would wait.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 
 SECTION = "lakeformat"
 DEFAULTS = {"lake_view_connections": "", "lake_view_tables": "*.*", "lake_view_ttl": "10",
-            "lake_view_max_age": "300", "lake_view_workers": "8"}
+            "lake_view_max_age": "300", "lake_view_workers": "8",
+            "lake_view_catalog_options": json.dumps({"s3.attempts.maximum": "3",
+                                                     "s3.retry.timeout": "3 s"})}
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,7 @@ class Settings:
     ttl: float
     max_age: float
     workers: int
+    catalog_options: dict[str, str] = field(default_factory=dict)
 
     def wants(self, conn_id: str, table: str) -> bool:
         """Whether the patterns name `table` ("db.t") of connection `conn_id`."""
@@ -66,9 +74,20 @@ def _patterns(text: str) -> tuple[tuple[str | None, str], ...]:
     return tuple(out) or ((None, "*.*"),)
 
 
+def _options(text: str) -> dict[str, str]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        value = json.loads(DEFAULTS["lake_view_catalog_options"])
+    return {str(k): str(v) for k, v in value.items()}
+
+
 def settings() -> Settings:
     connections = tuple(c.strip() for c in _get("lake_view_connections").split(",")
                         if c.strip())
     return Settings(connections=connections, patterns=_patterns(_get("lake_view_tables")),
                     ttl=_number("lake_view_ttl", 0.0), max_age=_number("lake_view_max_age", 0.0),
-                    workers=int(_number("lake_view_workers", 1)))
+                    workers=int(_number("lake_view_workers", 1)),
+                    catalog_options=_options(_get("lake_view_catalog_options")))

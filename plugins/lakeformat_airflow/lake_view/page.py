@@ -44,7 +44,7 @@ def table_view(request: Request, db: str, table: str, conn: str = DEFAULT_CONN_I
     from lakeformat_airflow.lake_view.table_page import table_page
 
     try:
-        source, name, entry = service.table_entry(conn, db, table)
+        source, name, entry, _ = service.table_entry(conn, db, table)
     except service.BadName as e:
         return _html(render.message_page(request, "Bad table name", str(e)), 400)
     except (service.UnknownSource, service.NotListed) as e:

@@ -39,6 +39,7 @@ class Row:
     table: str | None
     entry: Entry | None
     error: str | None
+    cache: str = ""  # what the cache did: hit, revalidated, computed
 
     @property
     def report(self) -> Any:
@@ -70,8 +71,8 @@ def list_rows(config: Settings | None = None) -> list[Row]:
 
     def one(job: tuple[Source, str]) -> Row:
         source, name = job
-        entry = CACHE.get(source, name, ttl=config.ttl, max_age=config.max_age)
-        return Row(source.conn_id, name, entry, None)
+        entry, outcome = CACHE.get(source, name, ttl=config.ttl, max_age=config.max_age)
+        return Row(source.conn_id, name, entry, None, outcome)
 
     rows = list(_pool(config.workers).map(one, jobs)) if len(jobs) > 1 else [one(j)
                                                                               for j in jobs]
@@ -80,9 +81,10 @@ def list_rows(config: Settings | None = None) -> list[Row]:
 
 
 def table_entry(conn_id: str, db: str, table: str, config: Settings | None = None,
-                *, revalidate: bool = True) -> tuple[Source, str, Entry]:
-    """(source, "db.t", entry) of one table; `BadName`, `UnknownSource` or `NotListed` when
-    the URL names no table of the view. `revalidate` checks the snapshot ids now (TTL 0)."""
+                *, revalidate: bool = True) -> tuple[Source, str, Entry, str]:
+    """(source, "db.t", entry, what the cache did) of one table; `BadName`, `UnknownSource`
+    or `NotListed` when the URL names no table of the view. `revalidate` checks the snapshot
+    ids now (TTL 0)."""
     name = check_table(db, table)
     config = config or settings()
     source = SOURCES.source(config, conn_id)
@@ -90,9 +92,16 @@ def table_entry(conn_id: str, db: str, table: str, config: Settings | None = Non
         raise NotListed(f"table {name} of connection {conn_id!r} is not one of the Lake view's")
     if source.catalog is None:
         raise UnknownSource(f"connection {conn_id!r} cannot be read: {source.error}")
-    entry = CACHE.get(source, name, ttl=0.0 if revalidate else config.ttl,
-                      max_age=config.max_age)
-    return source, name, entry
+    entry, outcome = CACHE.get(source, name, ttl=0.0 if revalidate else config.ttl,
+                               max_age=config.max_age)
+    return source, name, entry, outcome
+
+
+def cache_header(rows: list[Row]) -> str:
+    """The list's `X-Lake-Cache` header: how many entries were hit, revalidated, computed."""
+    counts = {k: sum(1 for r in rows if r.cache == k) for k in ("hit", "revalidated",
+                                                                 "computed")}
+    return " ".join(f"{k}={v}" for k, v in counts.items())
 
 
 def clear() -> None:

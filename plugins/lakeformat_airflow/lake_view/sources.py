@@ -21,6 +21,7 @@ import os
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,8 +88,10 @@ class Source:
         return redact(text, self.secrets)
 
 
-def open_source(conn_id: str, previous: Source | None = None) -> Source:
-    """The connection's catalog (the previous one when its settings are unchanged)."""
+def open_source(conn_id: str, previous: Source | None = None,
+                overlay: dict[str, str] | None = None) -> Source:
+    """The connection's catalog (the previous one when its settings are unchanged);
+    `overlay` options are laid over an S3 warehouse's (`lake_view_catalog_options`)."""
     from lakeformat.errors import hides_value
     from lakeformat_airflow.hooks.lakeformat import LakeformatHook
 
@@ -101,6 +104,8 @@ def open_source(conn_id: str, previous: Source | None = None) -> Source:
         if conn.password:
             secrets.append(str(conn.password))
         warehouse, options = hook.catalog_config()
+        if warehouse.startswith(("s3://", "s3a://", "s3n://")) and overlay:
+            options = {**options, **overlay}
         secrets += [str(v) for k, v in options.items() if hides_value(k) and v]
         source.secrets = tuple(dict.fromkeys(secrets))
         source.warehouse = source.redact(warehouse)
@@ -171,16 +176,24 @@ class Sources:
 
     def get(self, settings: Settings, *, fresh: bool = False) -> list[Source]:
         now = time.monotonic()
-        key = (settings.connections, settings.patterns)
+        key = (settings.connections, settings.patterns, json.dumps(settings.catalog_options))
         with self._lock:
             if fresh or key != self._key or now - self._loaded >= settings.ttl:
                 ids = list(settings.connections) or discover()
-                sources = {}
-                for conn_id in ids:
-                    source = open_source(conn_id, self._sources.get(conn_id))
+
+                def one(conn_id: str) -> Source:
+                    source = open_source(conn_id, self._sources.get(conn_id),
+                                         settings.catalog_options)
                     list_tables(source, settings)
-                    sources[conn_id] = source
-                self._sources, self._loaded, self._key = sources, now, key
+                    return source
+
+                if len(ids) > 1:  # a slow store delays the others by its own time only
+                    with ThreadPoolExecutor(max_workers=min(8, len(ids))) as pool:
+                        opened = list(pool.map(one, ids))
+                else:
+                    opened = [one(c) for c in ids]
+                self._sources = {s.conn_id: s for s in opened}
+                self._loaded, self._key = time.monotonic(), key
             return list(self._sources.values())
 
     def source(self, settings: Settings, conn_id: str) -> Source:

@@ -49,6 +49,8 @@ COMPACTION_KINDS = ("compact", "full-compact")
 #: table's `lakeformat.compaction.spark-threshold` or the operator's `spark_threshold` says
 DEFAULT_SPARK_THRESHOLD = "2 gb"
 DUE_ENGINES = ("auto", "local", "spark")
+#: tables whose due actions one task asks for at once (their reads wait on the store)
+TABLE_WORKERS = 8
 #: at most this many actions in one task (a kind may run again after others freed more)
 MAX_STEPS = 12
 
@@ -237,19 +239,27 @@ class LakeformatDueActionsOperator(BaseOperator):
         """Each table's `DueReport`, logged; a table that cannot be read is logged and left out
         (its error is returned by name). The thresholds were checked before: an error here is
         the table's own."""
-        reports: list[Any] = []
-        failed: dict[str, Exception] = {}
-        for name in names:
+        from concurrent.futures import ThreadPoolExecutor
+
+        def due(name: str) -> Any:
             try:
-                report = catalog.get_table(name).maintenance_due(
+                return catalog.get_table(name).maintenance_due(
                     _thresholds(self.thresholds), orphans=self.orphans)
             except Exception as e:  # noqa: BLE001 - one broken table must not stop the others
+                return e
+
+        reports: list[Any] = []
+        failed: dict[str, Exception] = {}
+        with ThreadPoolExecutor(max_workers=TABLE_WORKERS) as pool:  # store round trips
+            outcomes = list(pool.map(due, names))
+        for name, outcome in zip(names, outcomes, strict=True):
+            if isinstance(outcome, Exception):
                 self.log.error("%s: what is due cannot be told: %s: %s", name,
-                               type(e).__name__, e)
-                failed[name] = e
+                               type(outcome).__name__, outcome)
+                failed[name] = outcome
                 continue
-            self.log_report(report)
-            reports.append(report)
+            self.log_report(outcome)
+            reports.append(outcome)
         return reports, failed
 
     def log_report(self, report: Any) -> None:

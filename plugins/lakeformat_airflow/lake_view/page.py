@@ -22,10 +22,11 @@ router = APIRouter(dependencies=[Depends(page_user)])
 PAGE_SNAPSHOTS = 50
 
 
-def _html(text: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(text, status_code=status,
-                        headers={"Cache-Control": "no-store",
-                                 "X-Content-Type-Options": "nosniff"})
+def _html(text: str, status: int = 200, cache: str = "") -> HTMLResponse:
+    headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+    if cache:
+        headers["X-Lake-Cache"] = cache
+    return HTMLResponse(text, status_code=status, headers=headers)
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -35,7 +36,8 @@ def table_list(request: Request) -> Any:
     config = service.settings()
     rows = service.list_rows(config)
     last = runs.last_runs(r.table for r in rows if r.table)
-    return _html(render.list_page(request, rows, last, config.ttl))
+    return _html(render.list_page(request, rows, last, config.ttl),
+                 cache=service.cache_header(rows))
 
 
 @router.get("/tables/{db}/{table}", response_class=HTMLResponse)
@@ -44,7 +46,7 @@ def table_view(request: Request, db: str, table: str, conn: str = DEFAULT_CONN_I
     from lakeformat_airflow.lake_view.table_page import table_page
 
     try:
-        source, name, entry, _ = service.table_entry(conn, db, table)
+        source, name, entry, outcome = service.table_entry(conn, db, table)
     except service.BadName as e:
         return _html(render.message_page(request, "Bad table name", str(e)), 400)
     except (service.UnknownSource, service.NotListed) as e:
@@ -64,4 +66,4 @@ def table_view(request: Request, db: str, table: str, conn: str = DEFAULT_CONN_I
                                          error_text(e, source.secrets)), 502)
     return _html(table_page(request, conn, name, source.warehouse, report.health.to_dict(),
                             report.to_dict(), snapshots, versions, runs.table_runs(name),
-                            PAGE_SNAPSHOTS))
+                            PAGE_SNAPSHOTS), cache=outcome)

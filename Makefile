@@ -2,12 +2,14 @@
 #   make demo   the platform on an embedded default: Airflow runs the project's DAGs (ingest of
 #               two streams, then maintenance) against an S3 server on 127.0.0.1, Spark local
 #   make test   every suite, including the pypaimon interop suite in its own venv
+# and `make airflow` runs the demo, then keeps a real local Airflow running over its warehouse
+# (the Lake page, the DAGs) until Ctrl-C.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 INTEROP_VENV := .venv-interop
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: demo demo-library docker-compose chromium test test-deep test-main test-interop bench lint clean venv postgresql
+.PHONY: demo demo-library airflow docker-compose chromium test test-deep test-main test-interop bench lint clean venv postgresql
 
 venv: $(VENV)/.installed
 
@@ -27,6 +29,14 @@ $(INTEROP_VENV)/.installed: pyproject.toml
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/python -m lakeformat_airflow.demo
+
+# `make airflow`: the demo, then a real local Airflow over its warehouse and its S3 server (API
+# server, scheduler, triggerer and DAG processor on 127.0.0.1:AIRFLOW_PORT, in build/airflow-local)
+# until Ctrl-C, which stops them all and the S3 server; it prints the URL of the Lake page and
+# the login (user admin, a password made for the run).
+AIRFLOW_PORT ?= 8080
+airflow: $(VENV)/.installed
+	$(VENV)/bin/python -m lakeformat_airflow.demo --serve --port $(AIRFLOW_PORT)
 
 # the library alone, without Airflow: create, write, update, delete, merge-schema, compact, expire
 demo-library: $(VENV)/.installed

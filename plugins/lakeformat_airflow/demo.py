@@ -20,7 +20,9 @@ S3 server on 127.0.0.1.
    table after: the same rows, one run per bucket, and the schema files it retired.
 
 Everything runs in this process (`dag.test()`), stops at the end and leaves no process behind.
-`python -m lakeformat_airflow.demo [--engine local|spark] [--home DIR]`.
+`python -m lakeformat_airflow.demo [--engine local|spark] [--home DIR]`. It ends by saying where
+the Lake page shows the table: `make airflow` (`--serve [--port N]`) runs the demo and then
+keeps a real Airflow running over its warehouse until Ctrl-C (`lakeformat_airflow.local_airflow`).
 """
 
 from __future__ import annotations
@@ -271,12 +273,31 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="lakeformat_airflow.demo", description=__doc__.split(
         "\n")[0])
     p.add_argument("--engine", choices=["local", "spark"],
-                   default="spark" if _spark_available() else "local")
-    p.add_argument("--home", default=str(ROOT / "build" / "demo-airflow"),
-                   help="Airflow home (recreated; default build/demo-airflow)")
+                   help="where compaction runs (default: spark when Java and pyspark are "
+                        "there; local with --serve)")
+    p.add_argument("--home", default=None,
+                   help="Airflow home (recreated; default build/demo-airflow, "
+                        "build/airflow-local with --serve)")
+    p.add_argument("--serve", action="store_true",
+                   help="then keep a real Airflow (API server, scheduler, triggerer, DAG "
+                        "processor) running over the demo's warehouse until Ctrl-C")
+    p.add_argument("--port", type=int, default=int(os.environ.get("AIRFLOW_PORT") or 8080),
+                   help="the API server's port on 127.0.0.1 with --serve (default 8080)")
     args = p.parse_args(argv)
-    home = Path(args.home)
+    if args.engine is None:
+        args.engine = "spark" if _spark_available() and not args.serve else "local"
+    home = Path(args.home or ROOT / "build" / ("airflow-local" if args.serve else "demo-airflow"))
+    password = ""
+    if args.serve:
+        from lakeformat_airflow import local_airflow
+
+        if not local_airflow.port_free(args.port):
+            raise SystemExit(f"port {args.port} of 127.0.0.1 is taken: give another "
+                             "(`make airflow AIRFLOW_PORT=8090`)")
     _configure(home, args.engine)
+    if args.serve:
+        env, password = local_airflow.settings(home, args.port)
+        os.environ.update(env)
 
     import boto3
 
@@ -299,11 +320,37 @@ def main(argv: list[str] | None = None) -> int:
             if args.engine == "spark":
                 _start_spark(home)
                 print(f"Spark local[2] started (its log: {home / 'spark.log'})")
-            return _run(warehouse, options, bucket, boto3.client(
+            status = _run(warehouse, options, bucket, boto3.client(
                 "s3", endpoint_url=options["s3.endpoint"], region_name=options["s3.region"],
                 aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY))
         finally:
             _stop_spark()
+        if status != 0:
+            return status
+        if not args.serve:
+            _where_to_look(warehouse, options)
+            return 0
+        tables = [TABLE, local_airflow.write_debt_table(warehouse, options)]
+        return local_airflow.serve(home, args.port, password, warehouse, tables)
+
+
+def _where_to_look(warehouse: str, options: dict[str, str]) -> None:
+    """The table as the Lake page lists it, and how to open the page (this demo's Airflow and
+    S3 server stop with it: `make airflow` keeps them running)."""
+    import lakeformat as lf
+    from lakeformat_airflow.local_airflow import USER
+
+    try:
+        h = lf.Catalog(warehouse, options=options).get_table(TABLE).health()
+        print(f"\n-- the Lake page lists {TABLE}: score {h.score}, sorted runs (worst bucket) "
+              f"{h.max_sorted_runs}, small files {h.totals.get('small_files', 0)}, snapshots "
+              f"{h.snapshots.get('count', 0)}, schema files {h.schemas.get('files', 0)}")
+    except Exception as e:  # noqa: BLE001 - the pointer below is still worth printing
+        print(f"\n-- {TABLE}: health not readable ({type(e).__name__})")
+    print("   To open the page: `make airflow` runs this demo again and keeps Airflow and the "
+          "S3 server running;\n   then open http://127.0.0.1:8080/plugin/lake (the Lake page "
+          "in Airflow's UI; the page alone at /lakeformat/),\n"
+          f"   logged in as {USER} with the password it prints. Ctrl-C stops it.")
 
 
 def _create_table(catalog: Any, dag: Any) -> Any:

@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         "\n")[0])
     p.add_argument("--engine", choices=["local", "spark"],
                    help="where compaction runs (default: spark when Java and pyspark are "
-                        "there; local with --serve)")
+                        "there; local with --serve, where each task would start a JVM)")
     p.add_argument("--home", default=None,
                    help="Airflow home (recreated; default build/demo-airflow, "
                         "build/airflow-local with --serve)")

@@ -83,7 +83,6 @@ def settings(home: Path, port: int) -> tuple[dict[str, str], str]:
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
         "AIRFLOW__CORE__PARALLELISM": "2",  # each slot is a worker process
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
-        "LAKEFORMAT_ENGINE": "local",  # a Spark JVM per task process would be slow here
     }
     return env, password
 

@@ -27,6 +27,11 @@ class UsageError(LakeformatError):
     """A command line that cannot run as given (exit status 2, as argparse's own errors)."""
 
 
+class TablesFailed(LakeformatError):
+    """Some tables of a many-table command could not be read; its output names each with its
+    error (exit status 1, after the output)."""
+
+
 #: errors in what the caller asked (arguments, names, options, filters, input rows): exit 2
 USAGE_ERRORS = (UsageError, InvalidArgumentError)
 

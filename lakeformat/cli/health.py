@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from lakeformat.cli.commands import Context
-from lakeformat.cli.errors import UsageError, kv
+from lakeformat.cli.errors import TablesFailed, UsageError, kv
 from lakeformat.cli.render import human_size, table_text
-from lakeformat.errors import LakeformatError
 from lakeformat.health import (
     DueAction,
     DueReport,
@@ -126,8 +125,8 @@ def due(ctx: Context) -> None:
     ctx.emit(result, lambda: _due_text(reports, chosen))
     failed = [r.table for r in reports if r.errors]
     if failed:  # exit 1 after the report, which holds each table's error
-        raise LakeformatError(f"{len(failed)} of {len(reports)} tables could not be read: "
-                              f"{', '.join(failed)} (their errors are in the report)")
+        raise TablesFailed(f"{len(failed)} of {len(reports)} tables could not be read: "
+                           f"{', '.join(failed)} (their errors are in the report)")
 
 
 def _report_dict(report: DueReport) -> dict[str, Any]:

@@ -7,6 +7,9 @@ errors outside lakeformat (store faults, network) propagate, so Airflow retries 
 configured; every other lakeformat error — and a connection that cannot work — fails the task
 at once (`AirflowFailException`) with the library's message: retrying a bad argument helps no
 one.
+
+Every run also sends its metrics (`lakeformat_airflow.operators.metrics`, best effort) and keeps
+the table it read for OpenLineage (`lakeformat_airflow.operators.lineage`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import contextlib
 import datetime as dt
 import json
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -24,6 +28,7 @@ from airflow.sdk import BaseOperator
 from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow import DEFAULT_CONN_ID
 from lakeformat_airflow.assets import connection_alias, table_asset
+from lakeformat_airflow.operators.lineage import TableLineageMixin
 
 if TYPE_CHECKING:
     from lakeformat import Table
@@ -262,7 +267,7 @@ def library_errors() -> Iterator[None]:
         raise AirflowFailException(f"{type(e).__name__}: {e}") from e
 
 
-class LakeformatBaseOperator(BaseOperator):
+class LakeformatBaseOperator(TableLineageMixin, BaseOperator):
     """One library call on one table of a `lakeformat` connection.
 
     `table` is `database.table`; `lakeformat_conn_id` the connection (default
@@ -315,25 +320,46 @@ class LakeformatBaseOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         import lakeformat as lf
+        from lakeformat_airflow.operators import metrics
 
+        operation = metrics.operation_name(self)
         try:
             with library_errors():
                 check_table_name(self.table)
                 self.convert_arguments(rendered=True)
                 hook = self.hook()
                 table = hook.get_table(self.table)
+                self.record_lineage(hook.warehouse(), [(table.name, table.table_schema)])
+                started = time.monotonic()
                 result = self.run(table, context)
+                seconds = time.monotonic() - started
+                # the schema after the run (a merge-schema write or an alter changed it)
+                self.record_lineage(hook.warehouse(), [(table.name, table.table_schema)])
         except lf.LockTimeoutError as e:
             if not self.skip_when_busy:
+                metrics.emit(operation, self.table, failed=True, logger=self.log)
                 raise
             from airflow.sdk.exceptions import AirflowSkipException
 
             raise AirflowSkipException(f"{e} — skipped (skip_when_busy): the next run does "
                                        "it") from e
+        except Exception:
+            metrics.emit(operation, self.table, failed=True, logger=self.log)
+            raise
         self.log.info("%s", result)
         if self.writes_table and self.changed(result):
             self.emit_asset_event(context, hook.warehouse())
-        return result.to_dict()
+        out = result.to_dict()
+        metrics.emit(operation, table.name, out, seconds, logger=self.log)
+        return out
+
+    def lineage_start_tables(self) -> tuple[str, list[tuple[str, Any]]] | None:
+        """The operator's table, in the connection's warehouse (the connection is read; the
+        store is not), before `execute` read its schema."""
+        if templated(self.table):
+            return None
+        warehouse, _ = self.hook().catalog_config()
+        return warehouse, [(self.table, None)]
 
     def emit_asset_event(self, context: Any, warehouse: str) -> None:
         """An event for the table's Asset, through the connection's alias when declared."""

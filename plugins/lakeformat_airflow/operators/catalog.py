@@ -11,6 +11,7 @@ from airflow.sdk import BaseOperator
 
 from lakeformat.errors import InvalidArgumentError
 from lakeformat_airflow import DEFAULT_CONN_ID
+from lakeformat_airflow.operators.lineage import TableLineageMixin
 
 
 def split_patterns(pattern: str) -> list[str]:
@@ -28,12 +29,14 @@ def matching_tables(catalog: Any, pattern: str) -> list[str]:
     return sorted(n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns))
 
 
-class LakeformatListTablesOperator(BaseOperator):
+class LakeformatListTablesOperator(TableLineageMixin, BaseOperator):
     """Return the sorted `db.table` names matching `pattern` (shell-style, `*.*` for every
-    table; several patterns comma-separated, e.g. `"shop.*,logs.events"`)."""
+    table; several patterns comma-separated, e.g. `"shop.*,logs.events"`). Its lineage has
+    the tables as inputs, without schema (listing reads none)."""
 
     template_fields: Sequence[str] = ("pattern",)
     ui_color = "#cfe8f3"
+    lineage_role = "read"
 
     def __init__(self, *, pattern: str = "*.*", lakeformat_conn_id: str = DEFAULT_CONN_ID,
                  **kwargs: Any):
@@ -44,12 +47,24 @@ class LakeformatListTablesOperator(BaseOperator):
         self.lakeformat_conn_id = lakeformat_conn_id
 
     def execute(self, context: Any) -> list[str]:
+        import time
+
         from lakeformat_airflow.hooks.lakeformat import LakeformatHook
+        from lakeformat_airflow.operators import metrics
         from lakeformat_airflow.operators.base import library_errors
 
-        with library_errors():
-            catalog = LakeformatHook(self.lakeformat_conn_id).get_catalog()
-            found = matching_tables(catalog, self.pattern)
+        started = time.monotonic()
+        try:
+            with library_errors():
+                catalog = LakeformatHook(self.lakeformat_conn_id).get_catalog()
+                found = matching_tables(catalog, self.pattern)
+        except Exception:
+            metrics.emit("list_tables", None, failed=True, logger=self.log)
+            raise
+        self.record_lineage(catalog.warehouse, [(name, None) for name in found])
+        metrics.emit("list_tables", None, seconds=time.monotonic() - started, extra=[
+            metrics.Measure("gauge", metrics.metric_name("list_tables", "tables"), len(found))],
+            logger=self.log)
         self.log.info("%d table(s) of %s match %s: %s", len(found), catalog.warehouse,
                       self.pattern, ", ".join(found) or "none")
         return found

@@ -35,6 +35,7 @@ from lakeformat_airflow.operators.base import (
     to_structure,
     to_text,
 )
+from lakeformat_airflow.operators.lineage import TableLineageMixin
 
 if TYPE_CHECKING:
     from lakeformat import Table
@@ -128,7 +129,7 @@ def _thresholds(value: Mapping[str, str] | None) -> dict[str, str] | None:
 
 
 # -- what is due ----------------------------------------------------------------------------------
-class LakeformatDueActionsOperator(BaseOperator):
+class LakeformatDueActionsOperator(TableLineageMixin, BaseOperator):
     """Return the due maintenance of the tables matching `pattern`, ready for dynamic task
     mapping: a list with one `{"table": "db.t", "actions": [DueAction.to_dict(), ...]}` per
     table that has work (`LakeformatRunDueActionsOperator.partial(...).expand_kwargs(
@@ -147,13 +148,16 @@ class LakeformatDueActionsOperator(BaseOperator):
     tables from the run's triggering asset events — all of them — and, in a run without events
     (manual, `dag.test()`), from `dag_run.conf["tables"]` (patterns, comma-separated), else
     `pattern`; tables outside `pattern` are left out. The XCom key `tables` holds each
-    examined table's score, due kinds, not-due reasons and errors.
+    examined table's score, due kinds, not-due reasons and errors. Metrics: each examined
+    table's `lakeformat.health.score` and `lakeformat.health.actions_due`; lineage: the tables
+    read, as inputs.
     """
 
     arguments = {"thresholds": to_options, "max_actions": to_count, "max_bytes": to_budget,
                  "orphans": to_flag, "tables_from_events": to_flag}
     template_fields: Sequence[str] = ("pattern", *arguments)
     ui_color = "#cfe8f3"
+    lineage_role = "read"
 
     def __init__(self, *, pattern: str = "*.*", lakeformat_conn_id: str = DEFAULT_CONN_ID,
                  thresholds: Mapping[str, Any] | None = None, max_actions: int | None = None,
@@ -172,21 +176,38 @@ class LakeformatDueActionsOperator(BaseOperator):
         convert_arguments(self, self.arguments, rendered=False)
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
+        import time
+
         from lakeformat_airflow.hooks.lakeformat import LakeformatHook
+        from lakeformat_airflow.operators import metrics
         from lakeformat_airflow.operators.base import library_errors
 
-        with library_errors():
-            convert_arguments(self, self.arguments, rendered=True)
-            from lakeformat.health import check_thresholds, rank_actions
+        started = time.monotonic()
+        try:
+            with library_errors():
+                convert_arguments(self, self.arguments, rendered=True)
+                from lakeformat.health import check_thresholds, rank_actions
 
-            check_thresholds(_thresholds(self.thresholds))  # a bad name fails here, named
-            catalog = LakeformatHook(self.lakeformat_conn_id).get_catalog()
-            names = self.table_names(catalog, context)
-            reports, failed = self.reports(catalog, names)
-            if failed and not reports:  # nothing could be read: the store, not a table
-                raise next(iter(failed.values()))
-            ranked = rank_actions(reports, max_actions=self.max_actions,
-                                  max_bytes=_bytes("max_bytes", self.max_bytes))
+                check_thresholds(_thresholds(self.thresholds))  # a bad name fails here, named
+                catalog = LakeformatHook(self.lakeformat_conn_id).get_catalog()
+                names = self.table_names(catalog, context)
+                reports, failed = self.reports(catalog, names)
+                if failed and not reports:  # nothing could be read: the store, not a table
+                    raise next(iter(failed.values()))
+                ranked = rank_actions(reports, max_actions=self.max_actions,
+                                      max_bytes=_bytes("max_bytes", self.max_bytes))
+        except Exception:
+            metrics.emit("due_actions", None, failed=True, logger=self.log)
+            raise
+        self.record_lineage(catalog.warehouse, [(name, self._schemas[name])
+                                                for name in names if name in self._schemas])
+        metrics.emit("due_actions", None, seconds=time.monotonic() - started, extra=[
+            measure for r in reports for measure in (
+                metrics.Measure("gauge", metrics.metric_name("health", "score"), r.score,
+                                r.table),
+                metrics.Measure("gauge", metrics.metric_name("health", "actions_due"),
+                                len(r.actions), r.table))
+            if measure.value is not None], logger=self.log)
         work: dict[str, list[dict[str, Any]]] = {}
         for action in ranked:
             work.setdefault(action.table, []).append(action.to_dict())
@@ -241,10 +262,13 @@ class LakeformatDueActionsOperator(BaseOperator):
         the table's own."""
         from concurrent.futures import ThreadPoolExecutor
 
+        self._schemas: dict[str, Any] = {}  # the schemas read, for lineage
+
         def due(name: str) -> Any:
             try:
-                return catalog.get_table(name).maintenance_due(
-                    _thresholds(self.thresholds), orphans=self.orphans)
+                table = catalog.get_table(name)
+                self._schemas[name] = table.table_schema
+                return table.maintenance_due(_thresholds(self.thresholds), orphans=self.orphans)
             except Exception as e:  # noqa: BLE001 - one broken table must not stop the others
                 return e
 

@@ -139,6 +139,7 @@ class LakeformatCreateTableOperator(LakeformatBaseOperator):
     arguments = {"columns": to_columns, "primary_keys": to_names, "partition_keys": to_names,
                  "options": to_options, "comment": to_text, "if_not_exists": to_flag}
     template_fields: Sequence[str] = ("table", *arguments)
+    lineage_role = "write"
 
     def __init__(self, *, table: str, columns: str, primary_keys: Sequence[str] = (),
                  partition_keys: Sequence[str] = (), options: dict[str, Any] | None = None,
@@ -153,12 +154,24 @@ class LakeformatCreateTableOperator(LakeformatBaseOperator):
         self.convert_arguments(rendered=False)
 
     def execute(self, context: Any) -> dict[str, Any]:
+        import time
+
+        from lakeformat_airflow.operators import metrics
         from lakeformat_airflow.operators.base import check_table_name, library_errors
 
-        with library_errors():
-            check_table_name(self.table)
-            self.convert_arguments(rendered=True)
-            result = self._create()
+        started = time.monotonic()
+        try:
+            with library_errors():
+                check_table_name(self.table)
+                self.convert_arguments(rendered=True)
+                result = self._create()
+        except Exception:
+            metrics.emit("create_table", self.table, failed=True, logger=self.log)
+            raise
+        created = [metrics.Measure("incr", metrics.metric_name("create_table", "tables_created"),
+                                   1, result["table"])] if result["created"] else []
+        metrics.emit("create_table", result["table"], seconds=time.monotonic() - started,
+                     extra=created, logger=self.log)
         self.log.info("%s %s at %s (schema %s)",
                       "created" if result["created"] else "kept existing", result["table"],
                       result["path"], result["schema_id"])
@@ -181,6 +194,7 @@ class LakeformatCreateTableOperator(LakeformatBaseOperator):
         t = catalog.create_table(self.table, fields, primary_keys=self.primary_keys,
                                  partition_keys=self.partition_keys, options=self.options,
                                  comment=self.comment, exist_ok=True)
+        self.record_lineage(catalog.warehouse, [(t.name, t.table_schema)])
         return {"table": t.name, "path": t.path, "schema_id": t.table_schema.id,
                 "created": not existed}
 

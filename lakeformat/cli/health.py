@@ -78,12 +78,21 @@ def health_text(h: dict[str, Any], limit: int | None) -> str:
 
 def health(ctx: Context) -> None:
     a = ctx.args
-    result: TableHealth = ctx.table().health(orphans=a.orphans)
-    h = result.to_dict()
+    table = ctx.table()
     wanted = _partition_filter(a.partition)
+    keys = list(table.table_schema.partition_keys)
+    unknown = sorted({k for spec in wanted for k in spec if k not in keys})
+    if unknown:
+        raise UsageError(f"--partition names {', '.join(unknown)}, not partition keys of "
+                         f"{table.name} ({', '.join(keys) or 'it is not partitioned'})")
+    result: TableHealth = table.health(orphans=a.orphans)
+    h = result.to_dict()
     if wanted:
         h["buckets"] = [b for b in h["buckets"] if _in(b, wanted)]
-    ctx.emit(h, lambda: health_text(h, a.buckets))
+    ctx.emit(h, lambda: health_text(h, a.buckets) + (
+        "\nno live bucket in " + " or ".join(",".join(f"{k}={v}" for k, v in s.items())
+                                             for s in wanted)
+        if wanted and not h["buckets"] else ""))
 
 
 def _thresholds(ctx: Context) -> dict[str, str] | None:
@@ -125,8 +134,8 @@ def due(ctx: Context) -> None:
     ctx.emit(result, lambda: _due_text(reports, chosen))
     failed = [r.table for r in reports if r.errors]
     if failed:  # exit 1 after the report, which holds each table's error
-        raise TablesFailed(f"{len(failed)} of {len(reports)} tables could not be read: "
-                           f"{', '.join(failed)} (their errors are in the report)")
+        raise TablesFailed(f"{len(failed)} of {len(reports)} tables reported errors: "
+                           f"{', '.join(failed)} (each error is in the report)")
 
 
 def _report_dict(report: DueReport) -> dict[str, Any]:

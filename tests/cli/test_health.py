@@ -44,6 +44,10 @@ def test_health_prints_the_libraries_figures_worst_bucket_first(tmp_path):
         assert got[key] == expected[key], key
     assert [b["sorted_runs"] for b in got["buckets"]] == [6, 1]  # worst first
     assert [b["partition"] for b in one.ok().json()["buckets"]] == ["dt=2024-01-02"]
+    none, bad_key = run_main([*base, "health", "db.t", "--partition", "dt=2030-01-01"],
+                             [*base, "health", "db.t", "--partition", "day=2024-01-01"])
+    assert none.ok().out.rstrip().endswith("no live bucket in dt=2030-01-01")
+    assert_one_line_error(bad_key, 2, "day", "dt")
 
     out = text.ok().out
     assert out.startswith(f"db.t: health {expected['score']}/100 at snapshot 7")
@@ -102,7 +106,7 @@ def test_due_all_ranks_across_tables_within_a_budget_and_reports_a_broken_table(
     assert broken.code == 1
     assert "db.light: health -, error:" in broken.out
     assert "db.heavy: health" in broken.out and "db.calm: health" in broken.out
-    assert_one_line_error(broken, 1, "1 of 3 tables could not be read", "db.light")
+    assert_one_line_error(broken, 1, "1 of 3 tables reported errors", "db.light")
 
 
 def test_due_refuses_a_bad_threshold_and_a_missing_target(tmp_path):

@@ -2,10 +2,12 @@
 mounted by Airflow as the API server mounts it), in process through FastAPI's TestClient,
 against warehouses on the moto S3 server: the JSON API equals `Table.health()` /
 `Table.maintenance_due()`; anonymous requests are refused (401, or 307 to Airflow's login for a
-page) and so is a user the auth manager refuses (403); names that look like paths are
-refused (400); a table with a broken manifest shows its error while the others list; no
-secret of a connection appears in a page or an answer; the health cache serves warm and
-sees a new snapshot; a maintenance run's task shows on the pages with a link to it.
+page) and so is a user the auth manager refuses (403), while the static files are public;
+names that look like paths are refused (400); a table with a broken manifest shows its error
+while the others list; no secret of a connection appears in a page or an answer; the health
+cache serves warm and sees a new snapshot; a maintenance run's task shows on the pages with a
+link to it, for its own connection's table only; a setting the view cannot use is answered
+500 naming it.
 
 Every warehouse is on S3: what the view reads (snapshot hints, listings, manifests over HTTP)
 and how it fails there is the point. The browser test (`test_lake_view_browser.py`) drives the
@@ -19,6 +21,7 @@ import html
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -27,6 +30,7 @@ import pyarrow as pa
 import pytest
 
 import lakeformat as lf
+from lakeformat_airflow import lake_view
 from tests.support.s3server import boto3_client
 
 LOGIN = "lv-login-AKIA7QX2"
@@ -207,6 +211,11 @@ def test_anonymous_and_refused_users(client, lake):
     assert client.get("/lakeformat/api/tables", headers=nobody).status_code == 403
     assert client.get("/lakeformat/", headers=nobody,
                       follow_redirects=False).status_code == 403
+    # the static files are served to anyone: the page's own script, style and icon, no data
+    static = Path(lake_view.__file__).with_name("static")
+    assert {p.suffix for p in static.iterdir()} <= {".css", ".js", ".svg"}
+    for p in static.iterdir():
+        assert client.get(f"/lakeformat/static/{p.name}").status_code == 200, p.name
     # the UI's cookie works as the Bearer header does
     cookie = _token()["Authorization"].split(" ", 1)[1]
     client.cookies.set("_token", cookie)
@@ -319,8 +328,16 @@ def test_cache_serves_warm_and_sees_a_new_snapshot(client, auth, lake, monkeypat
     listed("hit=0 revalidated=0 computed=2")
 
 
-def test_maintenance_run_shows_with_links(client, auth, lake, dags):
+def test_maintenance_run_shows_with_links(client, auth, lake, dags, monkeypatch, tmp_path):
     hot = _write(lake, "db.hot", 6)
+    # a table of the same name on another connection: the runs are not its own
+    other = lf.Catalog(str(tmp_path / "wh"))
+    other.create_database("db")
+    _write(other, "db.hot", 1)
+    monkeypatch.setenv("AIRFLOW_CONN_LF_OTHER", json.dumps(
+        {"conn_type": "lakeformat", "host": str(tmp_path / "wh")}))
+    monkeypatch.setenv("AIRFLOW__LAKEFORMAT__LAKE_VIEW_CONNECTIONS",
+                       "lakeformat_default,lf_other")
     dag = dags.load("lakeformat_maintenance.py", "lakeformat_maintenance")
     run = dag.test(logical_date=dt.datetime(2025, 3, 1, tzinfo=dt.UTC),
                    run_conf={"tables": "db.hot", "partition_idle_time": "0 s",
@@ -341,9 +358,21 @@ def test_maintenance_run_shows_with_links(client, auth, lake, dags):
     assert compacted[-1]["task"] == "maintain" and compacted[-1]["map_index"] == 0
     assert _stable(client.get("/lakeformat/api/tables/db/hot", headers=auth).json()["due"]) \
         == _stable(hot.maintenance_due().to_dict())
-    listing = _list_row(client.get("/lakeformat/", headers=auth).text, "db.hot")
+    page = client.get("/lakeformat/", headers=auth).text
+    listing = _list_row(page, "db.hot")  # the first: lakeformat_default's
+    assert 'data-connection="lakeformat_default"' in listing
     assert f'href="{link}"' in listing and _cell(listing, "last-maintenance").startswith(
         "success")
+    # the same name on lf_other: no run of lakeformat_default's table shows there
+    other_row = re.search(r'<tr[^>]*data-table="db.hot" data-connection="lf_other".*?</tr>',
+                          page, re.S)
+    assert other_row and _cell(other_row.group(0), "last-maintenance") == "\u2014"
+    other_page = client.get("/lakeformat/tables/db/hot", params={"conn": "lf_other"},
+                            headers=auth)
+    assert other_page.status_code == 200, other_page.text
+    other_runs = _rows(other_page.text, "maintenance")
+    assert "airflow-link" not in other_runs and run.run_id not in other_runs
+    assert "Runs are shown for the tables of <code>lakeformat_default</code> only" in other_runs
 
 
 def test_connections_are_discovered(client, auth, lake, monkeypatch, tmp_path):
@@ -371,3 +400,33 @@ def test_connections_are_discovered(client, auth, lake, monkeypatch, tmp_path):
     assert [(r["connection"], r["table"]) for r in rows] == [
         ("lakeformat_default", "db.t"), ("lf_local", "other.kept"), ("lf_in_db", None)], rows
     assert "names no warehouse" in rows[-1]["error"]
+
+
+def test_settings_the_view_cannot_use_are_refused_naming_them(client, auth, lake, monkeypatch):
+    _write(lake, "db.t", 1)
+    secret = "hush-s3cr3t-value"
+    cases = [("LAKE_VIEW_TTL", "soon", "[lakeformat] lake_view_ttl must be a number"),
+             ("LAKE_VIEW_MAX_AGE", "-5", "[lakeformat] lake_view_max_age must be a number"),
+             ("LAKE_VIEW_WORKERS", "2.5", "[lakeformat] lake_view_workers must be a whole"),
+             ("LAKE_VIEW_WORKERS", "0", "[lakeformat] lake_view_workers must be a whole"),
+             ("LAKE_VIEW_CATALOG_OPTIONS", '{"s3.secret-key": "' + secret,
+              "[lakeformat] lake_view_catalog_options is not valid JSON"),
+             ("LAKE_VIEW_CATALOG_OPTIONS", '["s3.retry.timeout", "3 s"]',
+              "[lakeformat] lake_view_catalog_options must be a JSON object"),
+             ("LAKE_VIEW_CATALOG_OPTIONS", '{"s3.retry.timeout": {"s": 3}}',
+              "the value of s3.retry.timeout must be a string or a number")]
+    for option, value, says in cases:
+        with monkeypatch.context() as mp:
+            mp.setenv(f"AIRFLOW__LAKEFORMAT__{option}", value)
+            for path in ("/lakeformat/api/tables", "/lakeformat/api/tables/db/t",
+                         "/lakeformat/api/tables/db/t/snapshots"):
+                r = client.get(path, headers=auth)
+                assert r.status_code == 500, (option, path, r.text)
+                assert says in r.json()["detail"], (option, r.text)
+            for path in ("/lakeformat/", "/lakeformat/tables/db/t"):
+                r = client.get(path, headers=auth)
+                assert r.status_code == 500, (option, path, r.text)
+                assert html.escape(says) in r.text, (option, r.text)
+            assert secret not in r.text
+            assert client.get("/lakeformat/api/tables").status_code == 401  # login first
+    assert client.get("/lakeformat/api/tables", headers=auth).status_code == 200

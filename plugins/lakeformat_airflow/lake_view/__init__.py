@@ -16,8 +16,10 @@ lakeformat, Airflow's security code and the metadata DB when a handler first run
     {PREFIX}/api/tables/{db}/{table}/snapshots?conn=&limit=
     {PREFIX}/static/...                    the page's script, style and icon (no CDN)
 
-Only users Airflow's auth manager lets see the custom view "Lake" get in (`access`); which
-tables are shown is configured in `[lakeformat]` (`config`); health is cached per table
+Only users Airflow's auth manager lets see the custom view "Lake" get the pages and the API
+(`access`). The static files are the exception: served without login, as Airflow's own UI
+assets are, they are the page's script, style sheet and icon and hold no data (`application`).
+Which tables are shown is configured in `[lakeformat]` (`config`); health is cached per table
 (`cache`).
 """
 

@@ -18,12 +18,20 @@
   for the view's reads. Default `{"s3.attempts.maximum": "3", "s3.retry.timeout": "3 s"}`:
   a store that does not answer costs the page seconds, not the minutes a job's retries
   would wait.
+
+Fail closed: a value the view cannot use — a number option that is not a number (or below its
+minimum, or not whole for `lake_view_workers`), options that are not a JSON object of
+scalar values — raises `SettingsError` naming the option, when a request reads the settings;
+the pages and the API answer it 500 with that message (`application`), never a default in
+its place. An error about `lake_view_catalog_options` never quotes its text (it may hold
+keys).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import math
 from dataclasses import dataclass, field
 
 SECTION = "lakeformat"
@@ -54,13 +62,20 @@ def _get(key: str) -> str:
     return str(conf.get(SECTION, key, fallback=DEFAULTS[key]) or DEFAULTS[key]).strip()
 
 
-def _number(key: str, low: float) -> float:
+class SettingsError(ValueError):
+    """A `[lakeformat]` option of the Lake view that it cannot use (the message names it)."""
+
+
+def _number(key: str, low: float, *, whole: bool = False) -> float:
     text = _get(key)
+    kind = "a whole number" if whole else "a number of seconds"
     try:
         value = float(text)
     except ValueError:
-        value = float(DEFAULTS[key])
-    return max(low, value)
+        raise SettingsError(f"[{SECTION}] {key} must be {kind}, not {text!r}") from None
+    if not math.isfinite(value) or value < low or (whole and not value.is_integer()):
+        raise SettingsError(f"[{SECTION}] {key} must be {kind} from {low:g}, not {text!r}")
+    return value
 
 
 def _patterns(text: str) -> tuple[tuple[str | None, str], ...]:
@@ -75,19 +90,28 @@ def _patterns(text: str) -> tuple[tuple[str | None, str], ...]:
 
 
 def _options(text: str) -> dict[str, str]:
+    key = "lake_view_catalog_options"
     try:
         value = json.loads(text)
-    except ValueError:
-        value = None
+    except json.JSONDecodeError as e:  # the position only: the text may hold secrets
+        raise SettingsError(f"[{SECTION}] {key} is not valid JSON (line {e.lineno}, "
+                            f"column {e.colno})") from None
     if not isinstance(value, dict):
-        value = json.loads(DEFAULTS["lake_view_catalog_options"])
+        raise SettingsError(f"[{SECTION}] {key} must be a JSON object of catalog options, "
+                            f"not a {type(value).__name__}")
+    bad = sorted(str(k) for k, v in value.items()
+                 if not isinstance(v, (str, int, float)) or isinstance(v, bool))
+    if bad:
+        raise SettingsError(f"[{SECTION}] {key}: the value of {', '.join(bad)} must be a "
+                            "string or a number")
     return {str(k): str(v) for k, v in value.items()}
 
 
 def settings() -> Settings:
+    """The settings as configured now; `SettingsError` naming the first bad option."""
     connections = tuple(c.strip() for c in _get("lake_view_connections").split(",")
                         if c.strip())
     return Settings(connections=connections, patterns=_patterns(_get("lake_view_tables")),
                     ttl=_number("lake_view_ttl", 0.0), max_age=_number("lake_view_max_age", 0.0),
-                    workers=int(_number("lake_view_workers", 1)),
+                    workers=int(_number("lake_view_workers", 1, whole=True)),
                     catalog_options=_options(_get("lake_view_catalog_options")))

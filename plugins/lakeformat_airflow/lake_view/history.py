@@ -1,5 +1,6 @@
 """A table's history for the Lake view: its latest snapshots (the timeline) and schema
-versions, read through the table object the health cache keeps, once per snapshot ids."""
+versions, read through the table object of a health-cache state at that state's snapshot ids,
+once per state (`State.derived`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from lakeformat_airflow.lake_view.cache import Entry
+from lakeformat_airflow.lake_view.cache import State
 
 #: the commit user the provider's operators write: `airflow:<dag>.<task>` with `[<map index>]`
 #: for a mapped task, and `:<action>` for a due action's compaction; a backfill stream's
@@ -29,18 +30,18 @@ def committed_by(commit_user: str | None) -> dict[str, Any]:
             "map_index": None if index is None else int(index)}
 
 
-def snapshot_timeline(entry: Entry, name: str, limit: int) -> list[dict[str, Any]]:
-    """The latest `limit` snapshots of the entry's table, oldest first, as
+def snapshot_timeline(state: State, name: str, limit: int) -> list[dict[str, Any]]:
+    """The latest `limit` snapshots of the state's table up to its latest id, oldest first, as
     `lakeformat.snapshot_info` dicts with `committed_by` merged in; an id expired meanwhile
     is left out."""
     from lakeformat import snapshot_info
 
     def read() -> list[dict[str, Any]]:
-        latest, earliest = entry.ids or (None, None)
+        latest, earliest = state.ids or (None, None)
         if latest is None:
             return []
         first = max(earliest if earliest is not None else latest, latest - limit + 1)
-        manager = entry.table.snapshot_manager
+        manager = state.table.snapshot_manager
 
         def one(sid: int) -> dict[str, Any] | None:
             try:
@@ -53,7 +54,7 @@ def snapshot_timeline(entry: Entry, name: str, limit: int) -> list[dict[str, Any
         with ThreadPoolExecutor(max_workers=min(_READERS, len(ids))) as pool:
             return [s for s in pool.map(one, ids) if s is not None]
 
-    return entry.derived(("snapshots", limit), read)
+    return state.derived(("snapshots", limit), read)
 
 
 def _iso(millis: int) -> str | None:
@@ -62,15 +63,15 @@ def _iso(millis: int) -> str | None:
     return dt.datetime.fromtimestamp(millis / 1000, dt.UTC).isoformat(timespec="seconds")
 
 
-def schema_versions(entry: Entry) -> list[dict[str, Any]]:
-    """Every schema file of the entry's table, oldest first: id, time, field names, keys, and
+def schema_versions(state: State) -> list[dict[str, Any]]:
+    """Every schema file of the state's table, oldest first: id, time, field names, keys, and
     the options that differ from the version before; the page adds what keeps each (the
     health report's `schemas.kept`)."""
 
     def read() -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         before: dict[str, str] = {}
-        for s in sorted(entry.table.schemas(), key=lambda s: s.id):
+        for s in sorted(state.table.schemas(), key=lambda s: s.id):
             options = dict(s.options)
             changed = sorted(k for k in set(options) | set(before)
                              if options.get(k) != before.get(k))
@@ -81,4 +82,4 @@ def schema_versions(entry: Entry) -> list[dict[str, Any]]:
             before = options
         return out
 
-    return entry.derived(("schemas",), read)
+    return state.derived(("schemas",), read)

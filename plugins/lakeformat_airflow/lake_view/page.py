@@ -2,8 +2,9 @@
 
 An anonymous request is sent to Airflow's login (307), a user the auth manager refuses gets
 403 (`access`). A bad table name is 400, a table or connection the view does not list 404,
-a table that cannot be read 502 — each a small page saying why (redacted). Routes are plain
-`def`s, run in FastAPI's thread pool.
+a table that cannot be read 502 — each a small page saying why (redacted); a `[lakeformat]`
+setting the view cannot use is 500 naming it (`application`). Routes are plain `def`s, run in
+FastAPI's thread pool.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def table_list(request: Request) -> Any:
 
     config = service.settings()
     rows = service.list_rows(config)
-    last = runs.last_runs(r.table for r in rows if r.table)
+    last = runs.last_runs((r.connection, r.table) for r in rows if r.table)
     return _html(render.list_page(request, rows, last, config.ttl),
                  cache=service.cache_header(rows))
 
@@ -46,24 +47,24 @@ def table_view(request: Request, db: str, table: str, conn: str = DEFAULT_CONN_I
     from lakeformat_airflow.lake_view.table_page import table_page
 
     try:
-        source, name, entry, outcome = service.table_entry(conn, db, table)
+        source, name, state, outcome = service.table_state(conn, db, table)
     except service.BadName as e:
         return _html(render.message_page(request, "Bad table name", str(e)), 400)
     except (service.UnknownSource, service.NotListed) as e:
         return _html(render.message_page(request, "Not found", str(e)), 404)
-    if entry.error is not None:
-        missing = entry.error.startswith(("TableNotFoundError", "DatabaseNotFoundError"))
-        return _html(render.message_page(request, f"{db}.{table} cannot be read", entry.error),
+    if state.error is not None:
+        missing = state.error.startswith(("TableNotFoundError", "DatabaseNotFoundError"))
+        return _html(render.message_page(request, f"{db}.{table} cannot be read", state.error),
                      404 if missing else 502)
-    report = entry.report
+    report = state.report
     try:
-        snapshots = history.snapshot_timeline(entry, name, PAGE_SNAPSHOTS)
-        versions = history.schema_versions(entry)
+        snapshots = history.snapshot_timeline(state, name, PAGE_SNAPSHOTS)
+        versions = history.schema_versions(state)
     except Exception as e:  # noqa: BLE001 - the store's error, redacted
         from lakeformat_airflow.lake_view.sources import error_text
 
         return _html(render.message_page(request, f"{name} cannot be read",
                                          error_text(e, source.secrets)), 502)
     return _html(table_page(request, conn, name, source.warehouse, report.health.to_dict(),
-                            report.to_dict(), snapshots, versions, runs.table_runs(name),
+                            report.to_dict(), snapshots, versions, runs.table_runs(conn, name),
                             PAGE_SNAPSHOTS), cache=outcome)

@@ -68,7 +68,7 @@ def _num(cls: str, value: Any) -> str:
 
 def table_row(request: Request, row: Any, run: dict[str, Any] | None) -> str:
     conn, name = row.connection, row.table
-    error = row.error if row.entry is None else row.entry.error
+    error = row.error
     if name is None:  # a connection that cannot be read
         return (f'<tr class="error connection-error" data-table="" data-connection="{e(conn)}">'
                 f'<td class="connection" data-value="{e(conn)}">{e(conn)}</td>'
@@ -96,14 +96,16 @@ def table_row(request: Request, row: Any, run: dict[str, Any] | None) -> str:
             + last_maintenance_cell(request, run) + "</tr>")
 
 
-def list_page(request: Request, rows: list[Any], runs: dict[str, dict[str, Any]],
+def list_page(request: Request, rows: list[Any], runs: dict[tuple[str, str], dict[str, Any]],
               ttl: float) -> str:
+    """The table list; `runs` by (connection, table) (`runs.last_runs`)."""
     tables = [r for r in rows if r.table is not None]
-    errors = sum(1 for r in rows if (r.error if r.entry is None else r.entry.error))
+    errors = sum(1 for r in rows if r.error)
     due = sum(1 for r in tables if r.report is not None and r.report.actions)
     heads = "".join(f'<th data-sort="{c}" data-type="{t}" scope="col">{e(h)}</th>'
                     for c, h, t in COLUMNS)
-    body_rows = "".join(table_row(request, r, runs.get(r.table or "")) for r in rows)
+    body_rows = "".join(table_row(request, r, runs.get((r.connection, r.table or "")))
+                        for r in rows)
     if not rows:
         body_rows = (f'<tr class="empty"><td colspan="{len(COLUMNS)}">No tables: no '
                      "<code>lakeformat</code> connection lists one (see <code>[lakeformat] "

@@ -3,6 +3,11 @@ maintenance DAGs' per-table task (`maintain`, mapped with `map_index_template="{
 so its rendered map index is the table's name) and their results (XCom `return_value`: the
 `DueRunResult` of `LakeformatRunDueActionsOperator`).
 
+A task instance records its table's name but not its connection, and both DAGs run on
+`lakeformat_default` (`MAINTENANCE_CONN`). So runs are shown for that connection's tables
+only: a table of the same name on another connection is not the one they maintained, and it
+shows none.
+
 A lookup failure (no metadata DB in this process, a schema of another Airflow version) gives
 no runs: the rest of the page still shows.
 """
@@ -15,11 +20,15 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from lakeformat_airflow import DEFAULT_CONN_ID
+
 log = logging.getLogger(__name__)
 
 #: the DAGs whose per-table task results the view shows, and that task's id
 MAINTENANCE_DAGS = ("lakeformat_maintenance", "lakeformat_on_debt")
 MAINTAIN_TASK = "maintain"
+#: the connection those DAGs use: the only one whose tables their runs are shown for
+MAINTENANCE_CONN = DEFAULT_CONN_ID
 #: rows scanned for the table list's "last maintenance" column (newest first)
 SCAN_LIMIT = 2000
 
@@ -94,9 +103,10 @@ def _run(row: Any, result: Any = None) -> dict[str, Any]:
             "try_number": row.try_number, "result": result, "summary": summarize(result)}
 
 
-def last_runs(tables: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """{"db.t": its newest maintenance task instance} for the tables that have one."""
-    names = sorted(set(tables))
+def last_runs(tables: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """{(connection, "db.t"): its newest maintenance task instance} for the (connection,
+    table) pairs that have one (tables of `MAINTENANCE_CONN` only)."""
+    names = sorted({t for conn, t in tables if conn == MAINTENANCE_CONN})
     if not names:
         return {}
     try:
@@ -107,14 +117,17 @@ def last_runs(tables: Iterable[str]) -> dict[str, dict[str, Any]]:
     except Exception as e:  # noqa: BLE001 - the page shows without the column
         log.warning("lake view: cannot read maintenance runs: %s", type(e).__name__)
         return {}
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[tuple[str, str], dict[str, Any]] = {}
     for row in rows:
-        out.setdefault(row[4], _run(row))
+        out.setdefault((MAINTENANCE_CONN, row[4]), _run(row))
     return out
 
 
-def table_runs(table: str, limit: int = 10) -> list[dict[str, Any]]:
-    """The newest `limit` maintenance task instances of one table, with their results."""
+def table_runs(conn: str, table: str, limit: int = 10) -> list[dict[str, Any]]:
+    """The newest `limit` maintenance task instances of one table of connection `conn`, with
+    their results (none for another connection than `MAINTENANCE_CONN`)."""
+    if conn != MAINTENANCE_CONN:
+        return []
     try:
         from airflow.utils.session import create_session
 

@@ -1,5 +1,6 @@
-"""What the pages and the JSON API ask: the rows of the table list and one table's entry,
-through the process-wide sources and health cache (`SOURCES`, `CACHE`)."""
+"""What the pages and the JSON API ask: the rows of the table list and one table's state,
+through the process-wide sources and health cache (`SOURCES`, `CACHE`). Each row and each
+table's answer holds the one `State` the cache gave it: a request reads nothing else."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from lakeformat_airflow.lake_view.cache import Entry, HealthCache
-from lakeformat_airflow.lake_view.config import Settings, settings
+from lakeformat_airflow.lake_view.cache import HealthCache, State
+from lakeformat_airflow.lake_view.config import Settings, SettingsError, settings
 from lakeformat_airflow.lake_view.sources import (
     BadName,
     Source,
@@ -23,8 +24,8 @@ CACHE = HealthCache()
 _POOL: dict[int, ThreadPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()
 
-__all__ = ["BadName", "CACHE", "NotListed", "Row", "SOURCES", "UnknownSource", "clear",
-           "list_rows", "settings", "table_entry"]
+__all__ = ["BadName", "CACHE", "NotListed", "Row", "SOURCES", "SettingsError", "UnknownSource",
+           "clear", "list_rows", "settings", "table_state"]
 
 
 class NotListed(LookupError):
@@ -33,23 +34,27 @@ class NotListed(LookupError):
 
 @dataclass
 class Row:
-    """One row of the table list: a table's entry, or a connection that could not be read."""
+    """One row of the table list: a table's state, or a connection that could not be read."""
 
     connection: str
     table: str | None
-    entry: Entry | None
-    error: str | None
+    state: State | None
+    connection_error: str | None
     cache: str = ""  # what the cache did: hit, revalidated, computed
 
     @property
     def report(self) -> Any:
-        return None if self.entry is None else self.entry.report
+        return None if self.state is None else self.state.report
+
+    @property
+    def error(self) -> str | None:
+        """The table's error, or the connection's for a connection's row."""
+        return self.connection_error if self.state is None else self.state.error
 
     def to_dict(self) -> dict[str, Any]:
         report = self.report
         return {"connection": self.connection, "table": self.table,
-                "report": None if report is None else report.to_dict(),
-                "error": self.error if self.entry is None else self.entry.error}
+                "report": None if report is None else report.to_dict(), "error": self.error}
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
@@ -71,8 +76,8 @@ def list_rows(config: Settings | None = None) -> list[Row]:
 
     def one(job: tuple[Source, str]) -> Row:
         source, name = job
-        entry, outcome = CACHE.get(source, name, ttl=config.ttl, max_age=config.max_age)
-        return Row(source.conn_id, name, entry, None, outcome)
+        state, outcome = CACHE.get(source, name, ttl=config.ttl, max_age=config.max_age)
+        return Row(source.conn_id, name, state, None, outcome)
 
     rows = list(_pool(config.workers).map(one, jobs)) if len(jobs) > 1 else [one(j)
                                                                               for j in jobs]
@@ -80,11 +85,11 @@ def list_rows(config: Settings | None = None) -> list[Row]:
     return rows
 
 
-def table_entry(conn_id: str, db: str, table: str, config: Settings | None = None,
-                *, revalidate: bool = True) -> tuple[Source, str, Entry, str]:
-    """(source, "db.t", entry, what the cache did) of one table; `BadName`, `UnknownSource`
-    or `NotListed` when the URL names no table of the view. `revalidate` checks the snapshot
-    ids now (TTL 0)."""
+def table_state(conn_id: str, db: str, table: str, config: Settings | None = None,
+                *, revalidate: bool = True) -> tuple[Source, str, State, str]:
+    """(source, "db.t", state, what the cache did) of one table; `BadName`, `UnknownSource`
+    or `NotListed` when the URL names no table of the view. Only that table's connection is
+    looked at. `revalidate` checks the snapshot ids now (TTL 0)."""
     name = check_table(db, table)
     config = config or settings()
     source = SOURCES.source(config, conn_id)
@@ -92,9 +97,9 @@ def table_entry(conn_id: str, db: str, table: str, config: Settings | None = Non
         raise NotListed(f"table {name} of connection {conn_id!r} is not one of the Lake view's")
     if source.catalog is None:
         raise UnknownSource(f"connection {conn_id!r} cannot be read: {source.error}")
-    entry, outcome = CACHE.get(source, name, ttl=0.0 if revalidate else config.ttl,
+    state, outcome = CACHE.get(source, name, ttl=0.0 if revalidate else config.ttl,
                                max_age=config.max_age)
-    return source, name, entry, outcome
+    return source, name, state, outcome
 
 
 def cache_header(rows: list[Row]) -> str:

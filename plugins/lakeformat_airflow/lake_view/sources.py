@@ -5,8 +5,8 @@ A *source* is one `lakeformat` connection: its catalog, built by the provider's
 server's way (Airflow's secrets backends, environment variables and metadata DB — the Task
 SDK's lookup only works inside a task). Which connections: `[lakeformat]
 lake_view_connections`, else `lakeformat_default` and every connection of type `lakeformat`.
-A source and its table names are kept for the cache's TTL; a connection whose settings did not
-change keeps its catalog (and the cache its tables).
+A source and its table names are kept for the cache's TTL, per connection (`Sources`); a
+connection whose settings did not change keeps its catalog (and the cache its tables).
 
 Nothing secret leaves here: `redact` takes every secret value of the connection (the
 password, and each option the library counts as secret) out of an error's text, and any
@@ -165,44 +165,109 @@ def discover() -> list[str]:
     return sorted(found, key=lambda c: (c != DEFAULT_CONN_ID, c))
 
 
-class Sources:
-    """The connections and their table names, refreshed at most once per TTL."""
+@dataclass(frozen=True)
+class _Loaded:
+    """A connection's source as one refresh published it (never changed afterwards)."""
+
+    source: Source | None = None
+    key: Any = None  # the settings it was listed under
+    at: float = -1e18  # monotonic time of the refresh
+
+
+class _Slot:
+    """One connection's loaded source and the lock its refresh takes (single flight)."""
+
+    __slots__ = ("loaded", "lock")
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._sources: dict[str, Source] = {}
-        self._loaded = -1.0
-        self._key: Any = None
+        self.lock = threading.Lock()
+        self.loaded = _Loaded()
 
-    def get(self, settings: Settings, *, fresh: bool = False) -> list[Source]:
-        now = time.monotonic()
-        key = (settings.connections, settings.patterns, json.dumps(settings.catalog_options))
+
+class Sources:
+    """The connections and their table names, each connection refreshed at most once per
+    TTL on its own: a request waits for no connection but the ones it reads.
+
+    Per connection, single flight: one request refreshes a stale connection (opens it again
+    and lists its tables) while the others go on with what it had before — stale by at most
+    the time the refresh takes. A request waits only for a connection that has never been
+    loaded, or whose settings (`lake_view_tables`, `lake_view_catalog_options`) changed. A
+    table's page or answer asks for its own connection only (`source`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # guards the dicts below, never held over I/O
+        self._slots: dict[str, _Slot] = {}
+        self._ids: tuple[Any, float, list[str]] = (None, -1e18, [])
+        self._ids_lock = threading.Lock()  # single flight of the connections' discovery
+
+    def ids(self, settings: Settings) -> list[str]:
+        """The ids of the listed connections (`lake_view_connections`, else discovered once
+        per TTL)."""
+        if settings.connections:
+            return list(settings.connections)
+        key, at, found = self._ids
+        if key == settings.connections and time.monotonic() - at < settings.ttl:
+            return found
+        with self._ids_lock:
+            key, at, found = self._ids
+            if key != settings.connections or time.monotonic() - at >= settings.ttl:
+                found = discover()
+                self._ids = (settings.connections, time.monotonic(), found)
+            return found
+
+    def _slot(self, conn_id: str) -> _Slot:
         with self._lock:
-            if fresh or key != self._key or now - self._loaded >= settings.ttl:
-                ids = list(settings.connections) or discover()
+            slot = self._slots.get(conn_id)
+            if slot is None:
+                slot = self._slots[conn_id] = _Slot()
+            return slot
 
-                def one(conn_id: str) -> Source:
-                    source = open_source(conn_id, self._sources.get(conn_id),
-                                         settings.catalog_options)
-                    list_tables(source, settings)
-                    return source
+    def _one(self, conn_id: str, settings: Settings, key: Any) -> Source:
+        slot = self._slot(conn_id)
+        loaded = slot.loaded
+        if loaded.key == key and loaded.source is not None:
+            if time.monotonic() - loaded.at < settings.ttl:
+                return loaded.source
+            if not slot.lock.acquire(blocking=False):  # another request refreshes it
+                return loaded.source
+        else:
+            slot.lock.acquire()
+        try:
+            loaded = slot.loaded
+            if loaded.key == key and loaded.source is not None \
+                    and time.monotonic() - loaded.at < settings.ttl:
+                return loaded.source
+            source = open_source(conn_id, loaded.source, settings.catalog_options)
+            list_tables(source, settings)
+            slot.loaded = _Loaded(source, key, time.monotonic())
+            return source
+        finally:
+            slot.lock.release()
 
-                if len(ids) > 1:  # a slow store delays the others by its own time only
-                    with ThreadPoolExecutor(max_workers=min(8, len(ids))) as pool:
-                        opened = list(pool.map(one, ids))
-                else:
-                    opened = [one(c) for c in ids]
-                self._sources = {s.conn_id: s for s in opened}
-                self._loaded, self._key = time.monotonic(), key
-            return list(self._sources.values())
+    @staticmethod
+    def _key(settings: Settings) -> Any:
+        return (settings.patterns, json.dumps(settings.catalog_options, sort_keys=True))
+
+    def get(self, settings: Settings) -> list[Source]:
+        """Every listed connection's source, in the order of `ids`; the stale ones are
+        refreshed in parallel (a slow store delays the list by its own time only)."""
+        ids, key = self.ids(settings), self._key(settings)
+        with self._lock:  # connections no longer listed are forgotten
+            self._slots = {c: s for c, s in self._slots.items() if c in ids}
+        if len(ids) > 1:
+            with ThreadPoolExecutor(max_workers=min(8, len(ids))) as pool:
+                return list(pool.map(lambda c: self._one(c, settings, key), ids))
+        return [self._one(c, settings, key) for c in ids]
 
     def source(self, settings: Settings, conn_id: str) -> Source:
-        """The source of a listed connection; `UnknownSource` for any other id."""
-        for source in self.get(settings):
-            if source.conn_id == conn_id:
-                return source
-        raise UnknownSource(f"connection {conn_id!r} is not one of the Lake view's")
+        """The source of a listed connection (refreshing that one only when stale);
+        `UnknownSource` for any other id."""
+        if conn_id not in self.ids(settings):
+            raise UnknownSource(f"connection {conn_id!r} is not one of the Lake view's")
+        return self._one(conn_id, settings, self._key(settings))
 
     def clear(self) -> None:
         with self._lock:
-            self._sources, self._loaded, self._key = {}, -1.0, None
+            self._slots = {}
+        with self._ids_lock:
+            self._ids = (None, -1e18, [])

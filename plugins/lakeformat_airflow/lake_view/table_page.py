@@ -72,7 +72,7 @@ def _due(request: Request, conn: str, name: str, due: dict[str, Any]) -> str:
                "</details>" if not_due else ""))
 
 
-def _maintenance(request: Request, runs: list[dict[str, Any]]) -> str:
+def _maintenance(request: Request, conn: str, runs: list[dict[str, Any]]) -> str:
     rows = "".join(
         f'<tr data-run="{e(r["run_id"])}" class="state-{e(r.get("state"))}">'
         f'<td class="dag">{e(r["dag_id"])}</td>'
@@ -80,7 +80,11 @@ def _maintenance(request: Request, runs: list[dict[str, Any]]) -> str:
         f'<td class="state">{e(r.get("state") or "queued")}</td>'
         f'<td class="when">{e(r.get("end_date") or r.get("start_date") or NONE)}</td>'
         f'<td class="summary">{e(r.get("summary") or NONE)}</td></tr>' for r in runs)
-    if not rows:
+    if not rows and conn != DEFAULT_CONN_ID:  # the runs name a table, not its connection
+        rows = ('<tr class="none"><td colspan="5">Runs are shown for the tables of '
+                f"<code>{DEFAULT_CONN_ID}</code> only, the connection the maintenance DAGs "
+                "use.</td></tr>")
+    elif not rows:
         rows = '<tr class="none"><td colspan="5">No maintenance task has run on it.</td></tr>'
     return ('<h2>Last maintenance</h2><table id="maintenance"><thead><tr><th>DAG</th>'
             "<th>Run</th><th>State</th><th>Ended</th><th>Result</th></tr></thead>"
@@ -157,7 +161,7 @@ def table_page(request: Request, conn: str, name: str, warehouse: str, health: d
         + (f'<div class="heatmap">{svg}</div>' if health.get("buckets") else
            '<p class="note">No data file yet.</p>')
         + (f'<p class="note">{e(note)}</p>' if note else "")
-        + _due(request, conn, name, due) + _maintenance(request, runs)
+        + _due(request, conn, name, due) + _maintenance(request, conn, runs)
         + _snapshots(snapshots, snapshot_limit) + _schemas(versions, health))
     crumbs = f' / <a href="{e(urls.table_page(request, conn, name))}">{e(name)}</a>'
     return layout(request, f"{name} \u2014 Lake", body, crumbs)

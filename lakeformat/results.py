@@ -220,6 +220,10 @@ class MaintenanceResult:
                     f"partitions {shown}{snap} ({self.data_files_dropped} data "
                     f"files, {human_size(self.bytes_dropped)}, deleted when the snapshots "
                     f"holding them expire) in {self.duration_s:.2f}s{notes}")
+        if self.operation == "compact-manifests":  # commits a snapshot, deletes nothing
+            done = (f"committed COMPACT snapshot {self.manifest_compaction_snapshot}"
+                    if self.manifest_compaction_snapshot is not None else "committed nothing")
+            return f"{self.table}: compact-manifests {done} in {self.duration_s:.2f}s{notes}"
         verb = "would delete" if self.dry_run else "deleted"
         parts = [f"{len(self.snapshots_deleted)} snapshots"] if self.snapshots_deleted else []
         for label, n in (("data files", self.data_files_deleted),

@@ -35,6 +35,7 @@ from lakeformat.operation.compact import CompactJob, idle_before, select_partiti
 from lakeformat.operation.maintain import (
     OlderThan,
     clean_schemas,
+    compact_manifests,
     create_tag,
     delete_tag,
     expire_partitions,
@@ -423,14 +424,26 @@ class Table:
             return remove_orphan_files(file_io, self.path, schema, self.name, older_than,
                                        dry_run, enforce_retention_duration)
 
-    def expire_partitions(self, expiration_time: OlderThan = None, dry_run: bool = False
-                          ) -> MaintenanceResult:
+    def expire_partitions(self, expiration_time: OlderThan = None, dry_run: bool = False,
+                          options: dict[str, Any] | None = None) -> MaintenanceResult:
         """Drop partitions whose time (from their values) is older than
-        `partition.expiration-time`, as one OVERWRITE commit."""
+        `partition.expiration-time`, as one OVERWRITE commit. `options` override the
+        `partition.*` expiry options for this run only (expiration-time, expiration-max-num,
+        expiration-strategy, timestamp-formatter, timestamp-pattern): what a due action
+        computed under threshold overrides passes."""
         schema = self.refresh()._schema
         with self._maintaining("expire_partitions", dry_run) as file_io:
             return expire_partitions(file_io, self.path, schema, self.name, expiration_time,
-                                     dry_run)
+                                     dry_run, options)
+
+    def compact_manifests(self, dry_run: bool = False) -> MaintenanceResult:
+        """Paimon's manifest compaction alone: a COMPACT snapshot of the same data whose
+        manifests hold only live files (nothing is committed when the latest snapshot's
+        manifests hold no DELETE entry, or on a dry run). Deletes no file: the schemas it
+        frees go with `clean_schemas()` once the snapshots before it expire."""
+        schema = self.refresh()._schema
+        with self._maintaining("compact_manifests", dry_run) as file_io:
+            return compact_manifests(file_io, self.path, schema, self.name, dry_run)
 
     def create_tag(self, name: str, snapshot_id: int | None = None,
                    time_retained: OlderThan = None) -> TagInfo:

@@ -24,7 +24,12 @@ from lakeformat.health.results import DueAction
 from lakeformat.health.score import ScoreInputs, score
 from lakeformat.health.view import TableView
 from lakeformat.operation.compact import CompactTask
-from lakeformat.operation.maintain import expired_partitions
+from lakeformat.operation.maintain import (
+    PARTITION_EXPIRY_OPTIONS,
+    expired_partitions,
+    partition_expiry_options,
+    partitions_per_run,
+)
 from lakeformat.operation.support import EXPIRE_PARTITIONS, check_supported
 from lakeformat.results import human_size, id_ranges
 
@@ -89,31 +94,42 @@ def _partition_specs(view: TableView, partitions: list[bytes]) -> list[dict[str,
 
 def _compact_action(due: Due, kind: str, rule: str, tasks: list[CompactTask], reasons: list[str],
                     urgent: bool, figures: dict[str, Any]) -> None:
+    """The action of a compaction rule that picked `tasks`. Its verb compacts whole partitions
+    (the whole table when unpartitioned) and rewrites every bucket its planner picks there, so
+    the buckets, work, engine and gain are those of the planner's tasks in that scope."""
     view = due.view
-    parts = [t.partition for t in tasks]
-    specs = _partition_specs(view, parts)
-    work = sum(f.file_size for t in tasks for f in t.files)
-    keys = {(t.partition, t.bucket) for t in tasks}
-    if specs:  # the verb compacts whole partitions: every bucket it picks there
-        chosen = set(parts)
-        keys |= {(t.partition, t.bucket) for t in view.minor or [] if t.partition in chosen}
-    m = due.mask(keys)
+    specs = _partition_specs(view, [t.partition for t in tasks])
+    plan = view.full_plan() if kind == "full-compact" else view.minor or []
+    chosen = {t.partition for t in tasks}
+    scope = [t for t in plan if not specs or t.partition in chosen]
+    named = {(t.partition, t.bucket) for t in tasks}
+    more = [t for t in scope if (t.partition, t.bucket) not in named]
+    work = sum(f.file_size for t in scope for f in t.files)
+    m = due.mask({(t.partition, t.bucket) for t in scope})
     x = due.inputs
     after = x.after(picked=x.picked & ~m, runs=np.where(m, 1, x.runs),
                     level0=np.where(m, 0, x.level0), small=np.where(m, 0, x.small),
                     small_bytes=np.where(m, 0, x.small_bytes),
                     dv_rows=np.where(m, 0, x.dv_rows) if kind == "full-compact" else x.dv_rows)
     shown = reasons[:3] + ([f"and {len(reasons) - 3} more buckets"] if len(reasons) > 3 else [])
+    if more:
+        where = "the table" if not specs else "its partition" + ("s" if len(specs) > 1 else "")
+        listed = [_where(view, t.partition, t.bucket) for t in more]
+        shown.append(f"the compaction of {where} also rewrites {len(more)} more buckets its "
+                     f"planner picks ({', '.join(sorted({t.reason for t in more}))}: "
+                     f"{', '.join(listed[:3])}{' and more' if len(listed) > 3 else ''}; "
+                     f"{sum(len(t.files) for t in more)} files, "
+                     f"{human_size(sum(f.file_size for t in more for f in t.files))})")
     engine = "spark" if work >= view.opts.compaction_spark_threshold else "local"
     args: dict[str, Any] = {"full": kind == "full-compact"}
     if specs:
         args["partitions"] = specs
     due.add(DueAction(
-        table=view.name, kind=kind, rule=rule, reason="; ".join(shown), figures=figures,
-        partitions=specs,
+        table=view.name, kind=kind, rule=rule, reason="; ".join(shown),
+        figures={**figures, "rewritten_buckets": len(scope)}, partitions=specs,
         buckets=[{"partition": view.parts.of(t.partition)[0], "bucket": t.bucket}
-                 for t in tasks],
-        work_files=sum(len(t.files) for t in tasks), work_bytes=work, urgent=urgent,
+                 for t in scope],
+        work_files=sum(len(t.files) for t in scope), work_bytes=work, urgent=urgent,
         arguments=args, engine=engine), after)
 
 
@@ -333,8 +349,7 @@ def rule_manifests(due: Due) -> None:
     due.add(DueAction(
         table=view.name, kind="compact-manifests", rule=MANIFESTS, reason=reason,
         figures={**fig, "merge": kind, "frees_schemas": list(sc.freed_by_manifests)},
-        work_files=fig["manifests"], work_bytes=max(METADATA_WORK, fig["bytes"]),
-        arguments={"compact_manifests": True}),
+        work_files=fig["manifests"], work_bytes=max(METADATA_WORK, fig["bytes"])),
         x.after(manifest_merge_due=False, schemas_freed_by_manifests=0))
 
 
@@ -371,10 +386,14 @@ def rule_partitions(due: Due) -> None:
         due.not_due[PARTITIONS] = "the table has no partition keys"
         return
     now = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=view.local_ms)
+    # the options in force (the table's, overridden) as the overlay the action's verb takes
+    overlay = {k: v for k, v in o.raw.items() if k in PARTITION_EXPIRY_OPTIONS}
     try:  # the same pure function partition expiry runs, on the partitions already read
-        check_supported(view.schema, EXPIRE_PARTITIONS, view.path)
+        check_supported(view.schema.copy(options={**view.schema.options, **overlay}),
+                        EXPIRE_PARTITIONS, view.path)
         found = expired_partitions(view.schema, dict.fromkeys(view.figures.partition),
-                                   expiration, now)
+                                   None, now, options=overlay)
+        max_num = partitions_per_run(partition_expiry_options(view.schema, overlay))
     except Exception as e:
         due.not_due[PARTITIONS] = f"partition expiry refuses this table: {e}"
         return
@@ -386,7 +405,6 @@ def rule_partitions(due: Due) -> None:
             why += f"; no time in the values of {', '.join(unreadable[:5])}"
         due.not_due[PARTITIONS] = why
         return
-    max_num = o.partition_expiration_max_num
     chosen = expired[:max_num]
     chosen_parts = {p for _, p in chosen}
     f = view.figures

@@ -15,6 +15,7 @@ from lakeformat.health.results import ACTION_KINDS, DueAction, DueReport, TableH
 from lakeformat.health.rules import due_actions
 from lakeformat.health.thresholds import COMPACTION_OPTIONS, check_thresholds
 from lakeformat.health.view import read_view
+from lakeformat.operation.maintain import PARTITION_EXPIRY_OPTIONS
 from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
@@ -35,6 +36,12 @@ _VERB_ARGUMENTS: dict[str, dict[str, str]] = {
     "expire-partitions": {"partition.expiration-time": "expiration_time"},
 }
 _INT_ARGUMENTS = {"retain_min", "retain_max", "max_deletes"}
+#: action kind -> the overrides its verb takes as per-run `options` (the verb's own overlay)
+_VERB_OPTIONS: dict[str, frozenset[str]] = {
+    "compact": COMPACTION_OPTIONS,
+    "full-compact": COMPACTION_OPTIONS,
+    "expire-partitions": PARTITION_EXPIRY_OPTIONS - {"partition.expiration-time"},
+}
 
 
 def _effective(schema: TableSchema, thresholds: Mapping[str, Any] | None
@@ -71,12 +78,11 @@ def maintenance_due(file_io: FileIO, table_path: str, schema: TableSchema, table
 
 
 def _carry_overrides(action: DueAction, overrides: dict[str, str]) -> None:
-    """Put the overrides the action's verb takes into its arguments."""
-    if action.kind in ("compact", "full-compact"):
-        options = {k: v for k, v in overrides.items() if k in COMPACTION_OPTIONS}
-        if options:
-            action.arguments["options"] = options
-        return
+    """Put the overrides the action's verb takes into its arguments: every override its rule
+    read reaches the verb, as a keyword argument or in its per-run `options`."""
+    options = {k: v for k, v in overrides.items() if k in _VERB_OPTIONS.get(action.kind, ())}
+    if options:
+        action.arguments["options"] = options
     for option, arg in _VERB_ARGUMENTS.get(action.kind, {}).items():
         if option in overrides:
             value: Any = overrides[option]
@@ -128,7 +134,10 @@ def perform(table: Any, action: DueAction | Mapping[str, Any], engine: Any = Non
                              options=args.get("options"), runner=runner)
     if kind == "expire-snapshots":
         return table.expire_snapshots(**args)
-    if kind in ("compact-manifests", "clean-schemas"):
+    if kind == "compact-manifests":  # manifests only: schema files go by clean-schemas
+        args.pop("compact_manifests", None)  # as actions listed before the verb split carry it
+        return table.compact_manifests(**args)
+    if kind == "clean-schemas":
         return table.clean_schemas(**args)
     if kind == "expire-partitions":
         return table.expire_partitions(**args)

@@ -20,8 +20,10 @@ import pytest
 
 import lakeformat as lf
 from lakeformat.health import maintenance_due_many, perform, rank_actions
+from lakeformat.meta.bucket import bucket_ids
 from lakeformat.meta.consumer import ConsumerManager
 from lakeformat.schema.schema_change import SchemaChange
+from lakeformat.schema.types import bigint
 from lakeformat.table import Table
 from tests.support.deletion_vectors import live_entries, mark_deleted
 
@@ -235,6 +237,53 @@ def test_deletion_vectors_delete_ratio_and_level_0(catalog):
     assert h.totals["dv_rows"] == 0 and h.totals["rows"] == 7 and h.score == 100
 
 
+def four_buckets(catalog, partitioned: bool, **options) -> tuple[lf.Table, list[list[int]]]:
+    """A 4-bucket table (bucket key `id`) and ids 0..39 grouped by their bucket."""
+    t = catalog.create_table("db.b", KV, primary_keys=["dt", "id"],
+                             partition_keys=["dt"] if partitioned else [],
+                             options={"bucket": "4", "bucket-key": "id", **options})
+    ids = list(range(40))
+    of = bucket_ids([pa.array(ids, pa.int64())], [bigint(False)], 4).tolist()
+    return t, [[i for i in ids if of[i] == b] for b in range(4)]
+
+
+@local_disk
+@pytest.mark.parametrize("partitioned", [False, True])
+@pytest.mark.parametrize("kind", ["compact", "full-compact"])
+def test_compaction_work_is_what_the_verb_rewrites(catalog, kind, partitioned):
+    """One bucket of four is due; the verb compacts its whole partition (the table, when
+    unpartitioned), and its planner picks the other three too: the action's buckets and work
+    are those of the planner's tasks there, equal to what the compaction rewrites."""
+    if kind == "compact":  # buckets 0-2 were fully compacted just now: the rule holds them back
+        t, by = four_buckets(catalog, partitioned, **{
+            "compaction.optimization-interval": "1 d",
+            "num-sorted-run.compaction-trigger": "10"})
+        t.write(batch(by[0] + by[1] + by[2]))
+        t.compact(full=True)
+        t.write(batch(range(40), "b"))
+        t.write(batch(range(40), "c"))
+    else:  # bucket 3's deleted rows cross the ratio; every bucket has a level-0 file
+        t, by = four_buckets(catalog, partitioned, **{"deletion-vectors.enabled": "true",
+                                                      "write-only": "true"})
+        t.write(batch(range(40)))
+        t.compact(full=True)
+        top = [e.file.file_name for e in live_entries(t) if e.bucket == 3]
+        mark_deleted(t, {top[0]: list(range(len(by[3]) // 2))})
+        t.write(batch([b[0] for b in by], "b"))
+    h = t.health()
+    a = action(t.maintenance_due(), kind)
+    picks = "optimization-interval" if kind == "compact" else "full"
+    where = ", ".join(f"bucket {b}{' of dt=d1' if partitioned else ''}" for b in range(3))
+    assert f"also rewrites 3 more buckets its planner picks ({picks}: {where}; " in a.reason
+    assert a.figures["buckets"] == 1 and a.figures["rewritten_buckets"] == 4
+    part = "dt=d1" if partitioned else ""
+    assert a.buckets == [{"partition": part, "bucket": b} for b in range(4)]
+    assert (a.work_files, a.work_bytes) == (h.totals["files"], h.totals["bytes"])
+    res = perform(t, a)
+    assert (res.total.buckets_compacted, res.total.files_in, res.total.bytes_in) == (
+        4, a.work_files, a.work_bytes)
+
+
 @local_disk
 def test_append_tables_never_get_the_delete_ratio_rule(catalog):
     t = catalog.create_table("db.a", KV, options={"bucket": "-1"})
@@ -335,7 +384,7 @@ def test_manifest_merge_rule_at_merge_min_count(catalog):
     r = t.maintenance_due()
     assert "manifest-merge" in r.not_due and "compact-manifests" not in kinds(r)
     a = action(t.maintenance_due({"manifest.merge-min-count": n}), "compact-manifests")
-    assert a.arguments == {"compact_manifests": True} and "3 DELETE entries" in a.reason
+    assert a.arguments == {} and "3 DELETE entries" in a.reason
     assert "compact-manifests" not in kinds(t.maintenance_due(
         {"manifest.merge-min-count": n + 1}))
     perform(t, a)
@@ -367,6 +416,60 @@ def test_partition_expiry_rule(catalog):
     res = perform(t, a)
     assert res.partitions_expired == [f"dt={days[0]}", f"dt={days[1]}"]
     assert t.health().totals["partitions"] == 2
+
+
+@local_disk
+def test_partition_expiry_actions_do_what_the_rule_saw_under_overrides(catalog):
+    """Every `partition.*` override the rule reads reaches the verb (`options`): the run drops
+    exactly the partitions proposed, and an override that keeps partitions keeps them."""
+    days = [f"2020-01-0{d}" for d in range(1, 6)]
+    t = catalog.create_table("db.p", KV, primary_keys=["dt", "id"], partition_keys=["dt"],
+                             options={"bucket": "1", "partition.expiration-time": "1 d"})
+    for d in days:
+        t.write(batch([1], day=d))
+    r = t.maintenance_due({"partition.timestamp-pattern": "$nosuch"})
+    assert "expire-partitions" not in kinds(r)
+    assert "no time in the values of dt=2020-01-01" in r.not_due["partition.expiration-time"]
+    r = t.maintenance_due({"partition.expiration-strategy": "update-time"})
+    assert "expire-partitions" not in kinds(r)
+    assert "refuses" in r.not_due["partition.expiration-time"]
+    with pytest.raises(lf.InvalidArgumentError, match="'partition.timestamp-formatter'"):
+        t.maintenance_due({"partition.timestamp-formatter": "yyyy-MMM"})
+    a = action(t.maintenance_due({"partition.expiration-max-num": 2,
+                                  "partition.timestamp-pattern": "$dt"}), "expire-partitions")
+    assert a.figures["partitions"] == [f"dt={d}" for d in days[:2]]
+    assert a.arguments == {"options": {"partition.expiration-max-num": "2",
+                                       "partition.timestamp-pattern": "$dt"}}
+    assert perform(t, a).partitions_expired == [f"dt={d}" for d in days[:2]]
+    assert sorted(set(t.read()["dt"].to_pylist())) == days[2:]
+    with pytest.raises(lf.InvalidArgumentError, match="'partition.default-name'"):
+        t.expire_partitions(options={"partition.default-name": "x"})
+    # the rule and the verb read the same overlay: a formatter over the values
+    a = action(t.maintenance_due({"partition.timestamp-formatter": "yyyy-MM-dd",
+                                  "partition.expiration-max-num": 1}), "expire-partitions")
+    assert perform(t, a).partitions_expired == a.figures["partitions"] == [f"dt={days[2]}"]
+
+
+@local_disk
+def test_manifest_compaction_deletes_no_schema_file(catalog):
+    """`compact-manifests` compacts manifests only: schema files go by `clean-schemas`, under
+    the schema overrides its action carries."""
+    t = pk_table(catalog, **{"schema.num-retained.min": "1", "schema.time-retained": "1 ms"})
+    for i in range(4):
+        t.alter(SchemaChange.set_option("snapshot.num-retained.max", str(100 + i)))
+        t.write(batch([i]))
+    t.compact(full=True)
+    ids = [s.id for s in t.schemas()]
+    keep = {"schema.num-retained.min": 100, "manifest.merge-min-count": 2}
+    r = t.maintenance_due(keep)
+    assert kinds(r) == ["compact-manifests"] and r.actions[0].arguments == {}
+    assert r.not_due["schema-files"].startswith("no schema file removable")
+    res = perform(t, r.actions[0])
+    assert res.schema_files_deleted == 0 and res.manifest_compaction_snapshot is not None
+    assert [s.id for s in t.schemas()] == ids and t.health().manifests["delete_entries"] == 0
+    assert "committed COMPACT snapshot" in str(res)
+    a = action(t.maintenance_due(), "clean-schemas")  # the table's own retention: due now
+    assert perform(t, a).schema_files_deleted == len(a.figures["removable"]) > 0
 
 
 @local_disk

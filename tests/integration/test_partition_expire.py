@@ -115,15 +115,22 @@ def test_refusals_commit_nothing(tmp_path):
     t.write(day_rows(["20200101"]))
     with pytest.raises(lf.InvalidOptionError, match="partition.expiration-time"):
         t.expire_partitions()
-    for key, value, err in [("partition.expiration-strategy", "update-time", lf.UnsupportedError),
-                            ("partition.expiration-strategy", "bogus", lf.InvalidOptionError),
-                            ("partition.timestamp-formatter", "yyyy-MMM-dd",
-                             lf.UnsupportedError),
-                            ("partition.expiration-max-num", "0", lf.InvalidOptionError)]:
+    refused = [("partition.expiration-strategy", "update-time", lf.UnsupportedError),
+               ("partition.timestamp-formatter", "yyyy-MMM-dd", lf.UnsupportedError)]
+    for key, value, err in refused:
         t.alter(lf.SchemaChange.set_option(key, value))
         with pytest.raises(err, match=key):
             t.expire_partitions("1 d")
         t.alter(lf.SchemaChange.remove_option(key))
+    invalid = [("partition.expiration-strategy", "bogus", lf.InvalidOptionError),
+               ("partition.expiration-max-num", "0", lf.InvalidOptionError)]
+    for key, value, err in invalid:  # refused by alter already
+        with pytest.raises(err, match=key):
+            t.alter(lf.SchemaChange.set_option(key, value))
+    # a run's options overlay is refused as the table's options are
+    for key, value, err in refused + invalid:
+        with pytest.raises(err, match=key):
+            t.expire_partitions("1 d", options={key: value})
     plain = cat.create_table("db.plain", pa.schema([("id", pa.int64())]), primary_keys=["id"],
                              options={"bucket": "1"})
     with pytest.raises(lf.LakeformatError, match="no partition keys"):

@@ -25,12 +25,21 @@ from lakeformat.operation.maintain.orphan_files import (
     remove_orphan_files,
 )
 from lakeformat.operation.maintain.partition_expire import (
+    EXPIRY_OPTIONS as PARTITION_EXPIRY_OPTIONS,
+)
+from lakeformat.operation.maintain.partition_expire import (
     PartitionExpiry,
     TimeParseError,
     compile_formatter,
     expire_partitions,
     expired_partitions,
     extract_time,
+)
+from lakeformat.operation.maintain.partition_expire import (
+    expiry_options as partition_expiry_options,
+)
+from lakeformat.operation.maintain.partition_expire import (
+    max_per_run as partitions_per_run,
 )
 from lakeformat.operation.maintain.references import (
     ReferenceScan,
@@ -41,6 +50,7 @@ from lakeformat.operation.maintain.rollback import (
 )
 from lakeformat.operation.maintain.schema_retention import (
     clean_schemas,
+    compact_manifests,
 )
 from lakeformat.operation.maintain.schema_retention import (
     explain as explain_kept_schemas,
@@ -58,6 +68,7 @@ from lakeformat.operation.maintain.tags import (
 )
 
 __all__ = [
+    "PARTITION_EXPIRY_OPTIONS",
     "ExpirePlan",
     "ExpireRange",
     "OlderThan",
@@ -66,6 +77,7 @@ __all__ = [
     "TableReferences",
     "TimeParseError",
     "clean_schemas",
+    "compact_manifests",
     "compile_formatter",
     "create_tag",
     "delete_tag",
@@ -76,6 +88,8 @@ __all__ = [
     "explain_kept_schemas",
     "extract_time",
     "list_tags",
+    "partition_expiry_options",
+    "partitions_per_run",
     "past_cutoff_millis",
     "plan_expire",
     "plan_schema_retention",

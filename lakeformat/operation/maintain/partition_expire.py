@@ -13,6 +13,8 @@ reported.
 
 `expired_partitions` is the rule alone — which of the partitions a caller already has expire
 now — and reads no file; `expire_partitions` runs it over the latest snapshot and drops them.
+Both take `options`, a per-run overlay of the `partition.*` options above over the table's
+(`EXPIRY_OPTIONS`): what a due action computed under threshold overrides, its run applies.
 
 DATE and TIMESTAMP partition values are read as their ISO text (`2024-01-31`,
 `2024-01-31 10:00:00`); Java would try to parse its internal number and keep the partition.
@@ -23,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from lakeformat import clock
@@ -53,6 +55,9 @@ TIMESTAMP_FORMATTER = "partition.timestamp-formatter"
 TIMESTAMP_PATTERN = "partition.timestamp-pattern"
 DEFAULT_MAX_NUM = 100
 OPERATION = "expire-partitions"
+#: the options a run's `options` overlay may set: every option the rule reads
+EXPIRY_OPTIONS = frozenset({EXPIRATION_TIME, EXPIRATION_MAX_NUM, EXPIRATION_STRATEGY,
+                            TIMESTAMP_FORMATTER, TIMESTAMP_PATTERN})
 
 
 class TimeParseError(ValueError):
@@ -203,6 +208,33 @@ class PartitionExpiry(NamedTuple):
     kept: list[str]
 
 
+def expiry_options(schema: TableSchema, options: Mapping[str, Any] | None) -> CoreOptions:
+    """The table's options with a run's `options` overlaid; a name outside `EXPIRY_OPTIONS`
+    raises `InvalidArgumentError` naming it (the overlay never changes anything else)."""
+    if not options:
+        return CoreOptions(schema.options)
+    if not isinstance(options, Mapping):
+        raise InvalidArgumentError(f"options must be a mapping of option name to value, got "
+                                   f"{type(options).__name__}")
+    unknown = sorted(str(k) for k in options if k not in EXPIRY_OPTIONS)
+    if unknown:
+        raise InvalidArgumentError(f"partition expiry options may only set "
+                                   f"{', '.join(sorted(EXPIRY_OPTIONS))}; got {unknown}")
+    overlay = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()}
+    return CoreOptions({**schema.options, **overlay})
+
+
+def max_per_run(opts: CoreOptions) -> int:
+    """`partition.expiration-max-num`: how many expired partitions one run drops (the first
+    in `PartitionExpiry.expired` order)."""
+    raw = str(opts.get(EXPIRATION_MAX_NUM, str(DEFAULT_MAX_NUM))).strip()
+    max_num = int(raw) if re.fullmatch(r"-?\d+", raw) else 0
+    if max_num < 1:
+        raise InvalidOptionError(f"option {EXPIRATION_MAX_NUM!r} must be a positive integer, "
+                                 f"got {raw!r}")
+    return max_num
+
+
 def _check_strategy(opts: CoreOptions) -> None:
     strategy = str(opts.get(EXPIRATION_STRATEGY, "values-time")).strip()
     if strategy != "values-time":
@@ -257,8 +289,8 @@ def _value_text(value: Any, data_type: Any) -> str | None:
 
 
 def expired_partitions(schema: TableSchema, partitions: Iterable[bytes],
-                       expiration_time: OlderThan = None, now: dt.datetime | None = None
-                       ) -> PartitionExpiry:
+                       expiration_time: OlderThan = None, now: dt.datetime | None = None,
+                       options: Mapping[str, Any] | None = None) -> PartitionExpiry:
     """Which of `partitions` (serialized partition rows, as manifest entries hold them, e.g.
     the partitions live in a snapshot) have expired, by the table's values-time rule (see the
     module docstring): `(expired, kept)` as `PartitionExpiry` says. Reads no file.
@@ -267,11 +299,12 @@ def expired_partitions(schema: TableSchema, partitions: Iterable[bytes],
     `timedelta` or duration text (an age before `now`), None (the table's
     `partition.expiration-time`). `now`: a naive local date-time (default: the local wall
     clock, as Java's `LocalDateTime.now()`). Raises `InvalidOptionError` for an option or an
-    `expiration_time` it cannot use, `UnsupportedError` for a formatter it cannot read."""
-    opts = CoreOptions(schema.options)
+    `expiration_time` it cannot use, `UnsupportedError` for a formatter it cannot read.
+    `options`: the run's overlay of `EXPIRY_OPTIONS` (see `expire_partitions`)."""
+    opts = expiry_options(schema, options)
     _check_strategy(opts)
     pattern, formatter = _time_format(opts)
-    cutoff = _cutoff(expiration_time, dict(schema.options), now)
+    cutoff = _cutoff(expiration_time, dict(opts.raw), now)
     return _expired(schema, opts, partitions, cutoff, pattern, formatter)
 
 
@@ -299,24 +332,23 @@ def _expired(schema: TableSchema, opts: CoreOptions, partitions: Iterable[bytes]
 
 
 def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
-                      expiration_time: OlderThan, dry_run: bool) -> MaintenanceResult:
+                      expiration_time: OlderThan, dry_run: bool,
+                      options: Mapping[str, Any] | None = None) -> MaintenanceResult:
     """Drop the partitions expired in the latest snapshot (`expired_partitions`), at most
     `partition.expiration-max-num`, as one OVERWRITE snapshot (`DropPartitionsJob`); a dry run
-    plans the job and reports what it would drop."""
+    plans the job and reports what it would drop. `options` overlay `EXPIRY_OPTIONS` over the
+    table's for this run only (`expiry_options`)."""
     start = time.monotonic()
+    opts = expiry_options(schema, options)
     if not schema.partition_keys:
         raise InvalidArgumentError(f"{table_name} has no partition keys: there are no "
                                    "partitions to expire")
-    opts = CoreOptions(schema.options)
-    check_supported(schema, EXPIRE_PARTITIONS, table_path)
+    check_supported(schema.copy(options=opts.raw) if options else schema, EXPIRE_PARTITIONS,
+                    table_path)
     _check_strategy(opts)
-    raw_max = str(opts.get(EXPIRATION_MAX_NUM, str(DEFAULT_MAX_NUM))).strip()
-    max_num = int(raw_max) if re.fullmatch(r"-?\d+", raw_max) else 0
-    if max_num < 1:
-        raise InvalidOptionError(f"option {EXPIRATION_MAX_NUM!r} must be a positive integer, "
-                                 f"got {raw_max!r}")
+    max_num = max_per_run(opts)
     pattern, formatter = _time_format(opts)
-    cutoff = _cutoff(expiration_time, dict(schema.options))
+    cutoff = _cutoff(expiration_time, dict(opts.raw))
     result = MaintenanceResult(table_name, OPERATION, dry_run=dry_run)
     files: dict[bytes, list[int]] = {}
     picked: list[tuple[str, bytes]] = []

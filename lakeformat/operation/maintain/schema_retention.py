@@ -160,6 +160,20 @@ def _compact_manifests(file_io: FileIO, table_path: str, schema: TableSchema,
                         "expire")
 
 
+def compact_manifests(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
+                      dry_run: bool = False) -> MaintenanceResult:
+    """Paimon's manifest compaction alone: what `clean_schemas(compact_manifests=True)` commits
+    first, without the schema retention after it (no file is deleted). The result's
+    `manifest_compaction_snapshot` is the COMPACT snapshot committed (None when the latest
+    snapshot's manifests hold no DELETE entry, or on a dry run), `notes` say what was done."""
+    start = time.monotonic()
+    result = MaintenanceResult(table_name, "compact-manifests", dry_run=dry_run)
+    _compact_manifests(file_io, table_path, schema, result, dry_run)
+    result.latest_snapshot = result.manifest_compaction_snapshot
+    result.duration_s = round(time.monotonic() - start, 3)
+    return result
+
+
 def _list(file_io: FileIO, schemas: SchemaManager) -> dict[int, int]:
     """schema id -> file size, from one listing of `schema/`."""
     try:

@@ -7,7 +7,9 @@ The DAG is scheduled on the asset `lakeformat_debt`, whose watcher is
 committed since — and fires when compaction becomes due on a table (a bucket reaching
 `num-sorted-run.compaction-trigger` sorted runs, or `num-sorted-run.stop-trigger` - 1, ...).
 `$LAKEFORMAT_DEBT_THRESHOLDS` (a JSON object) overrides the rules' options by Paimon name
-for the trigger and the run alike.
+for the trigger and the run alike; a bad one fails this file's import, naming it. A table's
+debt fires once per episode (until a check finds nothing due): growing debt fires again only
+when it turns urgent or after the trigger's `refire_after` (1 h) — see the trigger.
 
 A run reads all its triggering events (the scheduler folds events that arrive before the run
 starts into one run) and runs just those tables' due actions, as `lakeformat_maintenance`
@@ -36,7 +38,23 @@ from lakeformat_airflow.triggers import LakeformatDebtTrigger
 
 PATTERN = os.environ.get("LAKEFORMAT_MAINTAIN_TABLES", "*.*")
 ENGINE = os.environ.get("LAKEFORMAT_ENGINE", "auto")
-THRESHOLDS = json.loads(os.environ.get("LAKEFORMAT_DEBT_THRESHOLDS") or "{}")
+
+
+def _thresholds() -> dict:
+    """`$LAKEFORMAT_DEBT_THRESHOLDS`, a JSON object; anything else fails the DAG's import with
+    the value named (the trigger checks the names and values)."""
+    text = os.environ.get("LAKEFORMAT_DEBT_THRESHOLDS") or "{}"
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"$LAKEFORMAT_DEBT_THRESHOLDS is not JSON ({e}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"$LAKEFORMAT_DEBT_THRESHOLDS must be a JSON object of option name to "
+                         f"value, got {text!r}")
+    return value
+
+
+THRESHOLDS = _thresholds()
 
 DEBT = Asset(name="lakeformat_debt", watchers=[AssetWatcher(
     name="lakeformat_debt_watcher",

@@ -17,8 +17,9 @@ API server's execution API); the LocalExecutor with 2 worker slots. Their logs g
 triggers (or the debt watcher) is executed; the other DAGs stay paused as the demo left them.
 
 Ctrl-C (SIGINT), SIGTERM or SIGHUP stops every service (SIGTERM to each group, SIGKILL to what
-is left after a grace period), then the S3 server: nothing keeps running. A service that
-exits on its own stops the others too, and its log's tail is printed.
+still runs after a grace period, every wait bounded, every exited child reaped), then the S3
+server: nothing keeps running. What could not be stopped is printed by pid and the exit status
+is 1. A service that exits on its own stops the others too, and its log's tail is printed.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ USER = "admin"
 UNPAUSED = ("lakeformat_on_debt",)
 _READY_TIMEOUT_S = 180
 _STOP_GRACE_S = 30
+#: how long the SIGKILLed may take to go
+_KILL_WAIT_S = 10
 
 
 class LocalAirflowError(RuntimeError):
@@ -87,14 +90,52 @@ def settings(home: Path, port: int) -> tuple[dict[str, str], str]:
     return env, password
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
+def _members(pgid: int) -> dict[int, str] | None:
+    """The processes of group `pgid` and their state letter (`Z`: a zombie — exited, not yet
+    reaped by its parent; it runs nothing and holds no port), from /proc; None where there is
+    no /proc to read."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    found: dict[int, str] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and fields[2] == str(pgid):
+            found[int(entry.name)] = fields[0]
+    return found
+
+
+def _live(pgid: int) -> list[int]:
+    """The processes of group `pgid` still running (zombies are not)."""
+    members = _members(pgid)
+    if members is not None:
+        return sorted(pid for pid, state in members.items() if state not in ("Z", "X"))
+    try:  # no /proc: a signal 0 to the group (a zombie in it counts as running)
         os.killpg(pgid, 0)
     except ProcessLookupError:
-        return False
+        return []
     except PermissionError:
-        return True
-    return True
+        pass
+    return [pgid]
+
+
+def _reap(pgid: int) -> None:
+    """Collect the exit status of this process's children in group `pgid` (the service, and
+    its orphans when this process is their reaper), so none stays a zombie; never blocks."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-pgid, os.WNOHANG)
+        except ChildProcessError:  # no child of ours left in the group
+            return
+        if pid == 0:  # children left, none exited
+            return
 
 
 class LocalAirflow:
@@ -186,32 +227,59 @@ class LocalAirflow:
             raise LocalAirflowError(f"cannot log in as {USER}: {status} {body}")
         return body["access_token"]
 
-    def stop(self) -> None:
-        """SIGTERM to every service's group, SIGKILL to what is left after the grace period;
-        returns when no process of any group is left."""
+    def stop(self, grace: float = _STOP_GRACE_S, kill_wait: float = _KILL_WAIT_S) -> list[str]:
+        """SIGTERM to every service's group, SIGKILL to what still runs after `grace` seconds,
+        then at most `kill_wait` seconds more for the killed to go: every wait is bounded, and
+        the exit status of every child of this process in the groups is collected. Returns
+        what could not be stopped (empty: nothing of the services runs), one line per
+        service; a zombie left for another reaper is printed but does not count, as it runs
+        nothing."""
         groups = {name: p.pid for name, p in self.procs.items()}
+
+        def settle() -> dict[str, list[int]]:
+            """Reap what exited; {service: its processes still running}."""
+            running = {}
+            for name, pgid in groups.items():
+                self.procs[name].poll()
+                _reap(pgid)
+                live = _live(pgid)
+                if live:
+                    running[name] = live
+            return running
+
+        def wait(seconds: float) -> dict[str, list[int]]:
+            deadline = time.monotonic() + seconds
+            running = settle()
+            while running and time.monotonic() < deadline:
+                time.sleep(0.2)
+                running = settle()
+            return running
+
         for pgid in groups.values():
             try:
                 os.killpg(pgid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        deadline = time.monotonic() + _STOP_GRACE_S
-        while time.monotonic() < deadline and any(map(_group_alive, groups.values())):
-            for p in self.procs.values():
-                p.poll()
-            time.sleep(0.2)
+        running = wait(grace)
+        for name, pids in running.items():
+            print(f"  airflow {name} did not stop in {grace:g} s: killed "
+                  f"(pid {', '.join(map(str, pids))})", flush=True)
+            try:
+                os.killpg(groups[name], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if running:
+            running = wait(kill_wait)
+        left = [f"airflow {name}: pid {', '.join(map(str, pids))} still running after "
+                f"SIGKILL" for name, pids in running.items()]
         for name, pgid in groups.items():
-            if _group_alive(pgid):
-                print(f"  airflow {name} did not stop in {_STOP_GRACE_S} s: killed")
-                try:
-                    os.killpg(pgid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        for p in self.procs.values():
-            p.wait(10)
-        while any(map(_group_alive, groups.values())):
-            time.sleep(0.1)
-        self.procs.clear()
+            zombies = sorted(pid for pid, state in (_members(pgid) or {}).items()
+                             if state == "Z")
+            if zombies and name not in running:
+                print(f"  airflow {name}: pid {', '.join(map(str, zombies))} exited, left as "
+                      "zombies for their parent to reap (they run nothing)", flush=True)
+        self.procs = {name: p for name, p in self.procs.items() if name in running}
+        return left
 
 
 #: the table `make airflow` writes beside the demo's, with compaction debt the page shows
@@ -293,8 +361,12 @@ def serve(home: Path, port: int, password: str, warehouse: str,
     finally:
         for s in previous:  # a second Ctrl-C must not cut the clean-up short
             signal.signal(s, signal.SIG_IGN)
-        airflow.stop()
+        left = airflow.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)
+    if left:
+        print("Airflow could not be stopped entirely:\n  " + "\n  ".join(left),
+              file=sys.stderr, flush=True)
+        return 1
     print("Airflow stopped; no process of it is left.", flush=True)
     return status

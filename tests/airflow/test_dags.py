@@ -4,6 +4,7 @@ boto3 at parse time). The on-call backfill DAG's runs are in `test_backfill.py`.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,16 +37,21 @@ print("PARSED", json.dumps(found))
 """
 
 
-@pytest.fixture(scope="module")
-def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+def _parse(home: Path, files: list[Path], env: dict[str, str] | None = None,
+           ) -> dict[str, dict[str, Any]]:
     """{file name: its import errors, DAG ids and the heavy modules loaded after it}."""
-    home = tmp_path_factory.mktemp("dag-parse")
     out = subprocess.run([sys.executable, "-c", PARSE_EACH, str(home), str(ROOT / "dags"),
-                          json.dumps(HEAVY), *map(str, DAG_FILES)],
-                         capture_output=True, text=True, timeout=300, cwd=home)
+                          json.dumps(HEAVY), *map(str, files)],
+                         capture_output=True, text=True, timeout=300, cwd=home,
+                         env=None if env is None else {**os.environ, **env})
     assert out.returncode == 0, out.stderr[-3000:]
     line = next(x for x in out.stdout.splitlines() if x.startswith("PARSED "))
     return json.loads(line.removeprefix("PARSED "))
+
+
+@pytest.fixture(scope="module")
+def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    return _parse(tmp_path_factory.mktemp("dag-parse"), DAG_FILES)
 
 
 def test_the_five_dags_exist():
@@ -63,3 +69,25 @@ def test_dag_file_imports_light_and_clean(path, parsed):
     assert not got["errors"], got["errors"]
     assert got["heavy"] == [], got
     assert got["dags"] == [path.stem]
+
+
+@pytest.mark.parametrize("thresholds, named", [
+    ('{"num-sorted-run.compaction-trigger": 3}', None),
+    ('{"num-sorted-run.compaction-triger": 3}', "'num-sorted-run.compaction-triger'"),
+    ('{"num-sorted-run.compaction-trigger": "many"}', "bad value 'many'"),
+    ("num-sorted-run.compaction-trigger=3", "$LAKEFORMAT_DEBT_THRESHOLDS is not JSON"),
+    ('[["num-sorted-run.compaction-trigger", 3]]', "must be a JSON object"),
+], ids=["valid", "unknown-name", "bad-value", "not-json", "not-an-object"])
+def test_on_debt_thresholds_are_checked_when_the_dag_is_parsed(tmp_path, thresholds, named):
+    """`$LAKEFORMAT_DEBT_THRESHOLDS` is checked when the DAG processor parses the file (the
+    watcher's trigger checks it at construction): a bad one is the file's import error, naming
+    the value, which Airflow's UI shows — not a watcher that never fires. A good one keeps the
+    parse light: the check loads none of the heavy modules."""
+    path = ROOT / "dags" / "lakeformat_on_debt.py"
+    got = _parse(tmp_path, [path], {"LAKEFORMAT_DEBT_THRESHOLDS": thresholds})[path.name]
+    if named is None:
+        assert not got["errors"] and got["dags"] == ["lakeformat_on_debt"], got
+        assert got["heavy"] == [], got
+    else:
+        assert got["dags"] == [] and len(got["errors"]) == 1, got
+        assert named in next(iter(got["errors"].values())), got

@@ -53,22 +53,71 @@ def test_serialize_round_trip():
 
     from lakeformat_airflow.triggers import LakeformatDebtTrigger
 
-    trigger = LakeformatDebtTrigger(pattern="db.*", thresholds={"b": 2, "a": "1"},
-                                    kinds=["full-compact", "compact"], poll_interval=5)
+    trigger = LakeformatDebtTrigger(
+        pattern="db.*", thresholds={"snapshot.num-retained.min": 2,
+                                    "num-sorted-run.compaction-trigger": "1"},
+        kinds=["full-compact", "compact"], poll_interval=5)
     classpath, kwargs = trigger.serialize()
     assert json.loads(json.dumps(kwargs)) == kwargs  # plain values only
-    assert list(kwargs["thresholds"]) == ["a", "b"] and kwargs["kinds"] == ["compact",
-                                                                            "full-compact"]
+    assert kwargs["thresholds"] == {"num-sorted-run.compaction-trigger": "1",
+                                    "snapshot.num-retained.min": "2"}
+    assert list(kwargs["thresholds"]) == sorted(kwargs["thresholds"])
+    assert kwargs["kinds"] == ["compact", "full-compact"]
     rebuilt = import_string(classpath)(**kwargs)
     assert type(rebuilt) is LakeformatDebtTrigger
     assert rebuilt.serialize() == trigger.serialize()  # deterministic: the watcher's identity
-    assert LakeformatDebtTrigger(pattern="db.*", thresholds={"a": "1", "b": 2},
-                                 kinds=["compact", "full-compact"],
-                                 poll_interval=5.0).serialize() == trigger.serialize()
+    assert LakeformatDebtTrigger(
+        pattern="db.*", thresholds={"num-sorted-run.compaction-trigger": 1,
+                                    "snapshot.num-retained.min": "2"},
+        kinds=["compact", "full-compact", "compact"],
+        poll_interval=5.0).serialize() == trigger.serialize()
     with pytest.raises(lf.errors.InvalidArgumentError, match="pattern"):
         LakeformatDebtTrigger(pattern=" ")
     with pytest.raises(lf.errors.InvalidArgumentError, match="poll_interval"):
         LakeformatDebtTrigger(poll_interval=0)
+    with pytest.raises(lf.errors.InvalidArgumentError, match="poll_interval.*'soon'"):
+        LakeformatDebtTrigger(poll_interval="soon")
+
+
+@pytest.mark.parametrize("kinds, bad", [
+    (["compaction"], "'compaction'"),  # not a kind: it would never fire
+    (["compact", "vacuum", "expire"], "'vacuum', 'expire'"),
+    ("remove-orphans", "'remove-orphans'"),  # a kind, but never due without an orphan scan
+    ([None], "None"),
+    ([], "got none"),
+    (5, "got 5"),
+])
+def test_unknown_kinds_are_refused_at_construction(kinds, bad):
+    from lakeformat.health import ACTION_KINDS
+    from lakeformat_airflow.triggers import LakeformatDebtTrigger
+
+    with pytest.raises(lf.errors.InvalidArgumentError, match="kinds") as e:
+        LakeformatDebtTrigger(kinds=kinds)
+    assert bad in str(e.value) and "known: full-compact, compact" in str(e.value)
+    watchable = [k for k in ACTION_KINDS if k != "remove-orphans"]
+    assert LakeformatDebtTrigger(kinds=watchable).kinds == sorted(watchable)
+    assert LakeformatDebtTrigger(kinds="expire-snapshots").kinds == ["expire-snapshots"]
+
+
+@pytest.mark.parametrize("thresholds, named", [
+    ({"num-sorted-run.compaction-triger": 3}, "'num-sorted-run.compaction-triger' (did you "
+                                              "mean 'num-sorted-run.compaction-trigger'?)"),
+    ({"num-sorted-run.compaction-trigger": "many"}, "'num-sorted-run.compaction-trigger': "
+                                                    "bad value 'many'"),
+    ({"snapshot.num-retained.min": 0}, "'snapshot.num-retained.min': bad value 0"),
+    (["num-sorted-run.compaction-trigger"], "must be a mapping"),
+])
+def test_bad_thresholds_are_refused_at_construction(thresholds, named):
+    """Checked by the library's `check_thresholds` when the trigger is built (when the DAG
+    file is parsed), not at each poll of a watcher that would never fire."""
+    from lakeformat_airflow.triggers import LakeformatDebtTrigger
+
+    with pytest.raises(lf.errors.InvalidArgumentError) as e:
+        LakeformatDebtTrigger(thresholds=thresholds)
+    assert named in str(e.value)
+    # the values are the option text the rules read (a bool as Paimon writes it)
+    assert LakeformatDebtTrigger(thresholds={"num-sorted-run.compaction-trigger": 4}).thresholds \
+        == {"num-sorted-run.compaction-trigger": "4"}
 
 
 def test_fires_when_writes_create_debt_and_not_before(hot):
@@ -199,3 +248,73 @@ def test_a_restarted_trigger_does_not_fire_the_same_debt_again(hot):
     # unless refire_after has passed (the run it started may have failed)
     again = LakeformatDebtTrigger(**{**kwargs, "refire_after": 0})
     assert asyncio.run(first_event(again)).payload["table"] == "db.hot"
+
+
+def _clock(monkeypatch) -> list[float]:
+    """The trigger's `refire_after` clock, moved by the test."""
+    from lakeformat_airflow.triggers import debt
+
+    now = [1000.0]
+    monkeypatch.setattr(debt, "_clock", lambda: now[0])
+    return now
+
+
+def _write_to(table: lf.Table, dt: str, i: int) -> None:
+    table.write(pa.table({"dt": [dt], "id": [i], "v": [i]}, schema=SCHEMA))
+
+
+def test_growing_debt_fires_once_until_refire_after(hot, monkeypatch):
+    """Debt that grows bucket by bucket (a partition after another reaching the trigger) while
+    the first event's run is pending is one episode: one event, and another only once
+    `refire_after` has passed since it (the run may have failed). Paid off, the episode ends
+    and the next debt fires at once."""
+    from lakeformat_airflow.triggers import LakeformatDebtTrigger
+
+    now = _clock(monkeypatch)
+    trigger = LakeformatDebtTrigger(pattern="db.*", thresholds=THRESHOLDS, refire_after=600)
+    for i in range(3):
+        _write_to(hot, "2024-01-01", i)
+    [event] = trigger.poll()
+    assert [a["kind"] for a in event["actions"]] == ["compact"], event
+    assert not event["actions"][0]["urgent"]
+    for day in ("2024-01-02", "2024-01-03"):  # one more bucket due at a time
+        for i in range(3):
+            _write_to(hot, day, i)
+            now[0] += 60
+            assert trigger.poll() == [], f"fired again for {day}, write {i}"
+    report = hot.maintenance_due(THRESHOLDS)
+    due = {json.dumps(p, sort_keys=True) for a in report.actions if a.kind == "compact"
+           for p in a.partitions}
+    assert len(due) == 3, report  # the debt did grow: three partitions' buckets
+    now[0] = 1000.0 + 599
+    assert trigger.poll() == []
+    now[0] = 1000.0 + 600  # refire_after since the event: the same episode fires again
+    [again] = trigger.poll()
+    assert again["table"] == "db.hot" and again["snapshot_id"] == event["snapshot_id"] + 6
+    now[0] += 60
+    assert trigger.poll() == []
+    hot.compact(full=True)
+    assert trigger.poll() == [] and _due(hot) == []  # paid off: the episode is over
+    for i in range(3):
+        _write_to(hot, "2024-01-04", i)
+    assert [e["table"] for e in trigger.poll()] == ["db.hot"]  # a new episode, at once
+
+
+def test_debt_turning_urgent_fires_again(hot, monkeypatch):
+    """Within an episode, the one event before `refire_after` is the debt turning urgent (a
+    bucket at num-sorted-run.stop-trigger - 1 sorted runs: writers are about to stall) — once."""
+    from lakeformat_airflow.triggers import LakeformatDebtTrigger
+
+    _clock(monkeypatch)
+    thresholds = {**THRESHOLDS, "num-sorted-run.stop-trigger": "5"}  # urgent at 4 runs
+    trigger = LakeformatDebtTrigger(pattern="db.*", thresholds=thresholds)
+    for i in range(3):
+        _write(hot, i)
+    [event] = trigger.poll()
+    assert [a["urgent"] for a in event["actions"]] == [False]
+    _write(hot, 3)
+    [urgent] = trigger.poll()
+    assert [a["urgent"] for a in urgent["actions"]] == [True], urgent
+    assert "num-sorted-run.stop-trigger" in urgent["actions"][0]["reason"], urgent
+    _write(hot, 4)
+    assert trigger.poll() == []  # still urgent: the same episode, already told

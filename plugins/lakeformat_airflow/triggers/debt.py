@@ -10,13 +10,24 @@ polling.
 Every `poll_interval` seconds the triggerer's loop hands one poll to a worker thread (the
 connection read and the store reads block): list the tables matching `pattern`, read each
 one's latest snapshot id, and for a table whose id changed since its last check ask the
-library what is due (`Table.maintenance_due(thresholds)`, metadata only). A table whose due
-actions of `kinds` (default: compaction) differ from what was last fired for it fires an event
-`{"table", "snapshot_id", "actions": [{"kind", "rule", "reason"}, ...]}`; the same debt fires
-again only after `refire_after` seconds (the run it started may have failed). A table whose
-debt is gone is forgotten, so its next debt fires. What was fired is kept in the watched
-asset's state store when the triggerer provides one, so a restarted triggerer does not fire
-the same debt twice.
+library what is due (`Table.maintenance_due(thresholds)`, metadata only). An event is
+`{"table", "snapshot_id", "actions": [{"kind", "rule", "reason", "urgent"}, ...]}` (the due
+actions of `kinds`, default: compaction).
+
+**One event per table per debt episode.** A table's episode begins when actions of `kinds`
+become due on it and ends when a check finds none due (its next debt is a new episode). Within
+an episode the debt may grow — more buckets, more partitions, another kind — while the run the
+first event started is queued or running; that run asks again what is due (the event is a
+hint, the metadata the truth), so growth alone fires nothing. An episode fires again only
+  * when its debt turns urgent (a bucket at `num-sorted-run.stop-trigger` - 1 sorted runs:
+    writers are about to stall) and it was not urgent at its last event or at a check since;
+  * or `refire_after` seconds after its last event (the run it started may have failed).
+What was fired is kept in the watched asset's state store when the triggerer provides one, so
+a restarted triggerer does not fire the same episode again before `refire_after`.
+
+Bad configuration fails at construction, that is when the DAG file is parsed (its import
+error names the value): `kinds` outside the due-action kinds, `thresholds` the library's
+`check_thresholds` refuses.
 
 A watcher's trigger must never finish: `run()` loops until the triggerer cancels it, and an
 error of a poll or of one table is logged and the loop goes on.
@@ -25,9 +36,13 @@ error of a poll or of one table is logged and the loop goes on.
 from __future__ import annotations
 
 import asyncio
-import json
+import importlib
+import importlib.machinery
+import importlib.util
+import sys
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
@@ -40,25 +55,82 @@ __all__ = ["DEFAULT_KINDS", "LakeformatDebtTrigger"]
 #: the due-action kinds that fire by default: compaction debt is what slows readers and
 #: stalls writers within the day; the nightly maintenance DAG does the rest
 DEFAULT_KINDS = ("compact", "full-compact")
-#: the asset state-store key of the fired fingerprints
+#: the asset state-store key of the fired episodes: {table: DUE or URGENT}
 STATE_KEY = "lakeformat_debt_fired"
 
 
-def _fingerprint(actions: Sequence[Mapping[str, Any]]) -> str:
-    """What identifies a debt: the kinds, rules and buckets (not the figures, which grow
-    with every write while the debt is the same)."""
-    keys = sorted(json.dumps([a["kind"], a.get("rule"), a.get("buckets") or a.get("partitions")],
-                             sort_keys=True, default=str) for a in actions)
-    return "|".join(keys)
+#: the due-action kinds a trigger may watch: all but orphan removal, which is never due
+#: without an orphan scan (a listing of the table's directory the trigger does not make)
+_NEVER_DUE_HERE = ("remove-orphans",)
+#: the level of a table's debt episode, as the state store keeps it
+DUE, URGENT = "due", "urgent"
+#: the clock of `refire_after` (a seam for tests)
+_clock = time.monotonic
+
+
+def _health_leaf(name: str) -> ModuleType:
+    """`lakeformat.health.<name>` for a module that imports nothing heavy (`results`,
+    `thresholds`) — without the package's `__init__` when it is not loaded yet: that one loads
+    the rules and with them pyarrow and numpy (~1 s), and the trigger is built at every parse
+    of the DAG file, which must take milliseconds. In the triggerer and the workers, where the
+    package is loaded, its own module."""
+    full = f"lakeformat.health.{name}"
+    if "lakeformat.health" in sys.modules:
+        return importlib.import_module(full)
+    private = f"_lakeformat_airflow_health_{name}"
+    module = sys.modules.get(private)
+    if module is None:
+        package = importlib.util.find_spec("lakeformat.health")  # imports `lakeformat` only
+        locations = list(package.submodule_search_locations or []) if package else []
+        found = importlib.machinery.PathFinder.find_spec(full, locations)
+        spec = None if found is None or not found.origin else \
+            importlib.util.spec_from_file_location(private, found.origin)
+        if spec is None or spec.loader is None:  # not a plain source module: the package's
+            return importlib.import_module(full)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[private] = module  # the module's own dataclasses look themselves up here
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(private, None)
+            raise
+    return module
+
+
+def watchable_kinds() -> tuple[str, ...]:
+    """The due-action kinds `kinds` may name (`lakeformat.health.ACTION_KINDS` but orphan
+    removal)."""
+    return tuple(k for k in _health_leaf("results").ACTION_KINDS if k not in _NEVER_DUE_HERE)
+
+
+def check_kinds(kinds: str | Sequence[str]) -> list[str]:
+    """`kinds` as a sorted list without repeats; `InvalidArgumentError` naming any unknown."""
+    known = watchable_kinds()
+    try:
+        listed = [kinds] if isinstance(kinds, str) else list(kinds)
+    except TypeError:
+        raise InvalidArgumentError(f"kinds must name due-action kinds, got {kinds!r}; known: "
+                                   f"{', '.join(known)}") from None
+    if not listed:
+        raise InvalidArgumentError(f"kinds must name due-action kinds, got none; known: "
+                                   f"{', '.join(known)}")
+    bad = [k for k in listed if k not in known]
+    if bad:
+        raise InvalidArgumentError(
+            f"kinds: {', '.join(map(repr, bad))} "
+            f"{'is not a due-action kind' if len(bad) == 1 else 'are not due-action kinds'} "
+            f"this trigger can watch; known: {', '.join(known)}")
+    return sorted(set(listed))
 
 
 class LakeformatDebtTrigger(BaseEventTrigger):
-    """Fires when maintenance of `kinds` becomes due on a table matching `pattern` (see the
-    module docstring). `thresholds` override the tables' options by Paimon name, as for
-    `LakeformatDueActionsOperator` (e.g. fire early with
+    """Fires when maintenance of `kinds` becomes due on a table matching `pattern`, once per
+    debt episode (see the module docstring). `thresholds` override the tables' options by
+    Paimon name, as for `LakeformatDueActionsOperator` (e.g. fire early with
     `{"num-sorted-run.compaction-trigger": 3}`); `kinds` is any of the due-action kinds
-    (`compact`, `full-compact`, `expire-snapshots`, `compact-manifests`, `clean-schemas`,
-    `expire-partitions`)."""
+    (`compact`, `full-compact`, `expire-partitions`, `compact-manifests`, `expire-snapshots`,
+    `clean-schemas`). Both are checked here: a bad one raises `InvalidArgumentError` naming
+    it, so a DAG built with it fails to import instead of watching for nothing."""
 
     def __init__(self, *, pattern: str = "*.*", lakeformat_conn_id: str = DEFAULT_CONN_ID,
                  poll_interval: float = 60.0, thresholds: Mapping[str, Any] | None = None,
@@ -67,23 +139,29 @@ class LakeformatDebtTrigger(BaseEventTrigger):
         super().__init__(**kwargs)
         if not isinstance(pattern, str) or not pattern.strip():
             raise InvalidArgumentError(f"pattern must be text such as 'db.*', got {pattern!r}")
-        kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-        if not kinds or not all(isinstance(k, str) and k for k in kinds):
-            raise InvalidArgumentError(f"kinds must name due-action kinds, got {kinds!r}")
-        if float(poll_interval) <= 0 or float(refire_after) < 0:
-            raise InvalidArgumentError(f"poll_interval must be > 0 and refire_after >= 0, got "
-                                       f"{poll_interval!r} and {refire_after!r}")
+        try:
+            interval, refire = float(poll_interval), float(refire_after)
+        except (TypeError, ValueError):
+            interval = refire = float("nan")
+        if not (interval > 0 and refire >= 0):  # NaN fails both
+            raise InvalidArgumentError(f"poll_interval must be > 0 and refire_after >= 0 "
+                                       f"seconds, got {poll_interval!r} and {refire_after!r}")
         self.pattern = pattern
         self.lakeformat_conn_id = lakeformat_conn_id
-        self.poll_interval = float(poll_interval)
-        self.thresholds = {str(k): str(v) for k, v in sorted((thresholds or {}).items())}
-        self.kinds = sorted(set(kinds))
-        self.refire_after = float(refire_after)
+        self.poll_interval = interval
+        self.kinds = check_kinds(kinds)
+        # the option text the rules read; a name or value they refuse fails here, named (none
+        # given: nothing to check, and nothing imported)
+        none = thresholds is None or (isinstance(thresholds, Mapping) and not thresholds)
+        self.thresholds = {} if none else dict(sorted(
+            _health_leaf("thresholds").check_thresholds(thresholds).items()))
+        self.refire_after = refire
         # in-memory state of one run(): never part of serialize()
         self._catalog: Any = None
         self._tables: dict[str, Any] = {}  # table -> its lakeformat.Table (verbs re-read it)
         self._seen: dict[str, Any] = {}  # table -> latest snapshot id last examined
-        self._fired: dict[str, tuple[str, float]] = {}  # table -> (fingerprint, when fired)
+        # table -> (level of its episode: DUE or URGENT, when it last fired)
+        self._fired: dict[str, tuple[str, float]] = {}
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (f"{type(self).__module__}.{type(self).__qualname__}", {
@@ -108,18 +186,17 @@ class LakeformatDebtTrigger(BaseEventTrigger):
             if events or fired_before != {t: f for t, (f, _) in self._fired.items()}:
                 await self._save_state()  # before the events: a restart after them is quiet
             for event in events:
-                self.log.info("%s: due: %s", event["table"],
-                              "; ".join(f"{a['kind']}: {a['reason']}" for a in event["actions"]))
+                self.log.info("%s: due: %s", event["table"], "; ".join(
+                    f"{a['kind']}{' (urgent)' if a['urgent'] else ''}: {a['reason']}"
+                    for a in event["actions"]))
                 yield TriggerEvent(event)
             await asyncio.sleep(self.poll_interval)
 
     # -- one poll, in a worker thread ---------------------------------------------------------
     def poll(self) -> list[dict[str, Any]]:
         """The events of one poll (blocking: run it in a worker thread)."""
-        from lakeformat.health import check_thresholds
         from lakeformat_airflow.operators.catalog import matching_tables
 
-        check_thresholds(self.thresholds)  # a bad name: this poll's error, named
         if self._catalog is None:
             from lakeformat_airflow.hooks.lakeformat import LakeformatHook
 
@@ -150,23 +227,25 @@ class LakeformatDebtTrigger(BaseEventTrigger):
         latest = table.latest_snapshot()
         snapshot_id = None if latest is None else latest.id
         fired = self._fired.get(name)
-        refire = fired is not None and time.monotonic() - fired[1] >= self.refire_after
+        refire = fired is not None and _clock() - fired[1] >= self.refire_after
         if name in self._seen and self._seen[name] == snapshot_id and not refire:
             return None  # nothing committed since the last check: nothing new can be due
         report = table.maintenance_due(self.thresholds or None)
         self._seen[name] = report.snapshot_id if report.snapshot_id is not None else snapshot_id
         actions = [{"kind": a.kind, "rule": a.rule, "reason": a.reason,
-                    "buckets": list(a.buckets), "partitions": list(a.partitions)}
-                   for a in report.actions if a.kind in self.kinds]
+                    "urgent": bool(a.urgent)} for a in report.actions if a.kind in self.kinds]
         if not actions:
-            self._fired.pop(name, None)  # the debt is gone: the next one fires
+            self._fired.pop(name, None)  # the episode is over: the next debt fires
             return None
-        fingerprint = _fingerprint(actions)
-        if fired is not None and fired[0] == fingerprint and not refire:
+        level = URGENT if any(a["urgent"] for a in actions) else DUE
+        if fired is not None and not refire and not (level == URGENT and fired[0] == DUE):
+            # the same episode, grown or not: the run its event started asks again what is
+            # due; a debt no longer urgent is noted, so turning urgent again fires
+            if level != fired[0]:
+                self._fired[name] = (level, fired[1])
             return None
-        self._fired[name] = (fingerprint, time.monotonic())
-        return {"table": name, "snapshot_id": self._seen[name],
-                "actions": [{k: a[k] for k in ("kind", "rule", "reason")} for a in actions]}
+        self._fired[name] = (level, _clock())
+        return {"table": name, "snapshot_id": self._seen[name], "actions": actions}
 
     # -- state across triggerer restarts ------------------------------------------------------
     async def _load_state(self) -> None:
@@ -179,9 +258,11 @@ class LakeformatDebtTrigger(BaseEventTrigger):
             self.log.warning("cannot read the asset state store: %s", e)
             return
         if isinstance(saved, dict):
-            # fired before the restart: due again only after refire_after from now
-            now = time.monotonic()
-            self._fired = {str(t): (str(f), now) for t, f in saved.items()}
+            # fired before the restart: due again only after refire_after from now (a value
+            # of an older version, a fingerprint, is an episode that was not urgent)
+            now = _clock()
+            self._fired = {str(t): (URGENT if f == URGENT else DUE, now)
+                           for t, f in saved.items()}
 
     async def _save_state(self) -> None:
         store = getattr(self, "asset_state_store", None)

@@ -15,6 +15,7 @@ DB on every call, which for one bundle of all the files cost ~1 s a run.
 from __future__ import annotations
 
 import atexit
+import copy
 import json
 import os
 import shutil
@@ -94,6 +95,10 @@ def local_conn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 _BAGS: dict[str, Any] = {}
 
 
+#: (DAG file, dag_id) -> the params each task had when the file was parsed
+_PARAMS: dict[tuple[str, str], dict[str, Any]] = {}
+
+
 def load_dag(file_name: str, dag_id: str) -> Any:
     """The DAG `dag_id` of DAG file `file_name` in the suite's DAGs folder, parsed by Airflow's
     own DagBag (once per file); a file that fails to import fails the test with its error."""
@@ -108,6 +113,12 @@ def load_dag(file_name: str, dag_id: str) -> Any:
     dag = bag.dags.get(dag_id)
     if dag is None:
         raise LookupError(f"{file_name} defines no DAG {dag_id!r} (it has {sorted(bag.dags)})")
+    # `dag.test(run_conf=...)` writes the run's conf into the tasks' params, which would become
+    # the next test's defaults: every load starts from the params the file declared
+    saved = _PARAMS.setdefault((file_name, dag_id), {
+        task.task_id: copy.deepcopy(task.params) for task in dag.tasks})
+    for task in dag.tasks:
+        task.params = copy.deepcopy(saved[task.task_id])
     return dag
 
 

@@ -126,12 +126,19 @@ def _live(pgid: int) -> list[int]:
     return [pgid]
 
 
-def _reap(pgid: int) -> None:
+def _reap(pgid: int, leader: Any) -> None:
     """Collect the exit status of this process's children in group `pgid` (the service, and
-    its orphans when this process is their reaper), so none stays a zombie; never blocks."""
-    while True:
+    its orphans when this process is their reaper), so none stays a zombie; never blocks. The
+    service itself is reaped by its `Popen` (`leader`), which keeps its exit status."""
+    for _ in range(10_000):  # bounded: a group has far fewer processes
         try:
-            pid, _ = os.waitpid(-pgid, os.WNOHANG)
+            if hasattr(os, "waitid"):  # look first (WNOWAIT), then reap the one found
+                info = os.waitid(os.P_PGID, pgid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                pid = 0 if info is None else info.si_pid
+                if pid and not (pid == leader.pid and leader.poll() is not None):
+                    os.waitpid(pid, os.WNOHANG)
+            else:
+                pid, _ = os.waitpid(-pgid, os.WNOHANG)
         except ChildProcessError:  # no child of ours left in the group
             return
         if pid == 0:  # children left, none exited
@@ -240,11 +247,12 @@ class LocalAirflow:
             """Reap what exited; {service: its processes still running}."""
             running = {}
             for name, pgid in groups.items():
-                self.procs[name].poll()
-                _reap(pgid)
+                _reap(pgid, self.procs[name])
                 live = _live(pgid)
                 if live:
                     running[name] = live
+                else:  # what died since the reap above is a zombie: ours are collected
+                    _reap(pgid, self.procs[name])
             return running
 
         def wait(seconds: float) -> dict[str, list[int]]:

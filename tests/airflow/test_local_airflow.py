@@ -138,7 +138,8 @@ STUBBORN = """
 import os, signal, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 child = os.fork()
-print(child if child else "", flush=True)
+if child:
+    print(child, flush=True)
 time.sleep(600)
 """
 

@@ -19,22 +19,44 @@ ask these functions.
 
 from __future__ import annotations
 
-from lakeformat.health.rank import order_within_table, rank_actions
-from lakeformat.health.results import (
-    ACTION_KINDS,
-    BucketHealth,
-    DueAction,
-    DueReport,
-    TableHealth,
-)
-from lakeformat.health.run import (
-    maintenance_due,
-    maintenance_due_many,
-    perform,
-    table_health,
-)
-from lakeformat.health.score import FORMULAS, WEIGHTS
-from lakeformat.health.thresholds import COMPACTION_OPTIONS, RULE_OPTIONS, check_thresholds
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lakeformat.health.rank import order_within_table, rank_actions
+    from lakeformat.health.results import (
+        ACTION_KINDS,
+        BucketHealth,
+        DueAction,
+        DueReport,
+        TableHealth,
+    )
+    from lakeformat.health.run import (
+        maintenance_due,
+        maintenance_due_many,
+        perform,
+        table_health,
+    )
+    from lakeformat.health.score import FORMULAS, WEIGHTS
+    from lakeformat.health.thresholds import (
+        COMPACTION_OPTIONS,
+        RULE_OPTIONS,
+        check_thresholds,
+    )
+
+#: public name -> the module that defines it, imported on first use: the result classes and the
+#: threshold check load nothing heavy (a DAG file checks thresholds at every parse), the rules
+#: and the metadata pass bring numpy and pyarrow
+_HOMES = {
+    "ACTION_KINDS": "results", "BucketHealth": "results", "DueAction": "results",
+    "DueReport": "results", "TableHealth": "results",
+    "COMPACTION_OPTIONS": "thresholds", "RULE_OPTIONS": "thresholds",
+    "check_thresholds": "thresholds",
+    "FORMULAS": "score", "WEIGHTS": "score",
+    "order_within_table": "rank", "rank_actions": "rank",
+    "maintenance_due": "run", "maintenance_due_many": "run", "perform": "run",
+    "table_health": "run",
+}
 
 __all__ = [
     "ACTION_KINDS",
@@ -54,3 +76,16 @@ __all__ = [
     "rank_actions",
     "table_health",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from lakeformat.errors import InvalidArgumentError, LakeformatError
-from lakeformat.operation.maintain import compile_formatter
 from lakeformat.options import CoreOptions, parse_duration
 
 #: option name -> the `CoreOptions` accessor that parses it (None: parsed here)
@@ -83,6 +82,10 @@ def check_thresholds(thresholds: Mapping[str, Any] | None) -> dict[str, str]:
             elif name == "schema.time-retained":
                 parse_duration(text, name)
             elif name == "partition.timestamp-formatter":
+                # on use only: a DAG file checks thresholds at parse time, and the maintain
+                # package brings pyarrow and numpy
+                from lakeformat.operation.maintain import compile_formatter
+
                 compile_formatter(text)
             if name in _AT_LEAST_ONE and int(text.strip()) < 1:
                 raise ValueError("must be at least 1")

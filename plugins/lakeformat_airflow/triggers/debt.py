@@ -36,13 +36,8 @@ error of a poll or of one table is logged and the loop goes on.
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.machinery
-import importlib.util
-import sys
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from types import ModuleType
 from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
@@ -68,39 +63,12 @@ DUE, URGENT = "due", "urgent"
 _clock = time.monotonic
 
 
-def _health_leaf(name: str) -> ModuleType:
-    """`lakeformat.health.<name>` for a module that imports nothing heavy (`results`,
-    `thresholds`) — without the package's `__init__` when it is not loaded yet: that one loads
-    the rules and with them pyarrow and numpy (~1 s), and the trigger is built at every parse
-    of the DAG file, which must take milliseconds. In the triggerer and the workers, where the
-    package is loaded, its own module."""
-    full = f"lakeformat.health.{name}"
-    if "lakeformat.health" in sys.modules:
-        return importlib.import_module(full)
-    private = f"_lakeformat_airflow_health_{name}"
-    module = sys.modules.get(private)
-    if module is None:
-        package = importlib.util.find_spec("lakeformat.health")  # imports `lakeformat` only
-        locations = list(package.submodule_search_locations or []) if package else []
-        found = importlib.machinery.PathFinder.find_spec(full, locations)
-        spec = None if found is None or not found.origin else \
-            importlib.util.spec_from_file_location(private, found.origin)
-        if spec is None or spec.loader is None:  # not a plain source module: the package's
-            return importlib.import_module(full)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[private] = module  # the module's own dataclasses look themselves up here
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            sys.modules.pop(private, None)
-            raise
-    return module
-
-
 def watchable_kinds() -> tuple[str, ...]:
     """The due-action kinds `kinds` may name (`lakeformat.health.ACTION_KINDS` but orphan
     removal)."""
-    return tuple(k for k in _health_leaf("results").ACTION_KINDS if k not in _NEVER_DUE_HERE)
+    from lakeformat.health import ACTION_KINDS  # light: the result classes' module only
+
+    return tuple(k for k in ACTION_KINDS if k not in _NEVER_DUE_HERE)
 
 
 def check_kinds(kinds: str | Sequence[str]) -> list[str]:
@@ -153,8 +121,11 @@ class LakeformatDebtTrigger(BaseEventTrigger):
         # the option text the rules read; a name or value they refuse fails here, named (none
         # given: nothing to check, and nothing imported)
         none = thresholds is None or (isinstance(thresholds, Mapping) and not thresholds)
-        self.thresholds = {} if none else dict(sorted(
-            _health_leaf("thresholds").check_thresholds(thresholds).items()))
+        if not none:
+            from lakeformat.health import check_thresholds  # light: no rule, no numpy
+
+            thresholds = dict(sorted(check_thresholds(thresholds).items()))
+        self.thresholds = {} if none else thresholds
         self.refire_after = refire
         # in-memory state of one run(): never part of serialize()
         self._catalog: Any = None

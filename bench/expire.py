@@ -32,7 +32,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -42,6 +41,8 @@ import pyarrow as pa
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as `python bench/expire.py` from a checkout
     sys.path.insert(0, str(REPO))
+
+from _s3_upload import upload  # noqa: E402
 
 import lakeformat as lf  # noqa: E402
 
@@ -89,25 +90,6 @@ def build(root: Path, snapshots: int, per_commit: int) -> tuple[lf.Table, pa.Tab
         raise SystemExit(f"expected {per_commit} live files, got {files}: raise rows per commit")
     want = pa.table({"id": ids, "v": ids * 1000 + snapshots - 1}, schema=SCHEMA)
     return t, want
-
-
-def upload(root: Path, endpoint_opts: dict[str, str], bucket: str, prefix: str,
-           workers: int) -> int:
-    import boto3
-
-    client = boto3.client("s3", endpoint_url=endpoint_opts["s3.endpoint"],
-                          aws_access_key_id=endpoint_opts["s3.access-key"],
-                          aws_secret_access_key=endpoint_opts["s3.secret-key"],
-                          region_name=endpoint_opts["s3.region"])
-    paths = [Path(d) / n for d, _, ns in os.walk(root) for n in ns]
-
-    def put(p: Path) -> None:
-        client.put_object(Bucket=bucket, Key=f"{prefix}/{p.relative_to(root)}",
-                          Body=p.read_bytes())
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(put, paths))
-    return len(paths)
 
 
 def expire(t: lf.Table, snapshots: int, per_commit: int, want: pa.Table, what: str,
@@ -191,9 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from lakeformat.demo import embedded_s3
 
             with embedded_s3() as (warehouse, options):
-                bucket, prefix = warehouse.removeprefix("s3://").split("/", 1)
                 start = time.monotonic()
-                n = upload(base / "wh", options, bucket, prefix, args.upload_workers)
+                n = upload(base / "wh", options, warehouse, args.upload_workers)
                 say(f"uploaded {n} objects to moto in {time.monotonic() - start:.0f}s")
                 st = lf.Catalog(warehouse, options=options).get_table("bench.t")
                 log = RequestLog(st.file_io.client)

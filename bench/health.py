@@ -27,7 +27,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -37,6 +36,8 @@ import pyarrow as pa
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as `python bench/health.py` from a checkout
     sys.path.insert(0, str(REPO))
+
+from _s3_upload import upload  # noqa: E402
 
 import lakeformat as lf  # noqa: E402
 from lakeformat.health import maintenance_due_many  # noqa: E402
@@ -83,24 +84,6 @@ def write_table(cat: lf.Catalog, name: str, commits: int, partitions: int, bucke
                       "v": np.zeros(len(ids) * partitions, dtype=np.int64)}, schema=SCHEMA)
     for i in range(commits):
         t.write(batch.set_column(2, "v", pa.array(np.full(batch.num_rows, i, np.int64))))
-
-
-def upload(root: Path, options: dict[str, str], bucket: str, prefix: str, workers: int) -> int:
-    import boto3
-
-    client = boto3.client("s3", endpoint_url=options["s3.endpoint"],
-                          aws_access_key_id=options["s3.access-key"],
-                          aws_secret_access_key=options["s3.secret-key"],
-                          region_name=options["s3.region"])
-    paths = [Path(d) / n for d, _, ns in os.walk(root) for n in ns]
-
-    def put(p: Path) -> None:
-        client.put_object(Bucket=bucket, Key=f"{prefix}/{p.relative_to(root)}",
-                          Body=p.read_bytes())
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(put, paths))
-    return len(paths)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -166,9 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lakeformat.demo import embedded_s3
 
         with embedded_s3() as (warehouse, options):
-            bucket, prefix = warehouse.removeprefix("s3://").split("/", 1)
             start = time.monotonic()
-            n = upload(root, options, bucket, prefix, args.upload_workers)
+            n = upload(root, options, warehouse, args.upload_workers)
             say(f"uploaded {n} objects to moto in {time.monotonic() - start:.0f}s")
 
             h = timed_health(warehouse, options, args.repeat)

@@ -28,7 +28,6 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,6 +35,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO / "bench"]
 if str(REPO) not in sys.path:  # run as `python bench/lake_view.py` from a checkout
     sys.path.insert(0, str(REPO))
+
+from bench._s3_upload import upload  # noqa: E402  (bench/ is off the path: see above)
 
 
 def say(msg: str) -> None:
@@ -82,21 +83,6 @@ def build(root: Path, tables: int, commits: int) -> None:
                              partition_keys=["dt"], options={"bucket": "2"})
         for _ in range(commits * (2 if i % 3 == 0 else 1)):
             t.write(batch)
-
-
-def upload(root: Path, options: dict[str, str], warehouse: str) -> int:
-    import boto3
-
-    bucket, prefix = warehouse.removeprefix("s3://").split("/", 1)
-    client = boto3.client("s3", endpoint_url=options["s3.endpoint"],
-                          aws_access_key_id=options["s3.access-key"],
-                          aws_secret_access_key=options["s3.secret-key"],
-                          region_name=options["s3.region"])
-    paths = [Path(d) / n for d, _, ns in os.walk(root) for n in ns]
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(lambda p: client.put_object(
-            Bucket=bucket, Key=f"{prefix}/{p.relative_to(root)}", Body=p.read_bytes()), paths))
-    return len(paths)
 
 
 def serve(app) -> tuple[str, Callable[[], None]]:

@@ -142,7 +142,7 @@ class LakeformatWriter(DataSourceArrowWriter):
                 # even when that snapshot has been expired since (an empty OVERWRITE would
                 # wipe the partitions)
                 result = (job.commit() if job.find_landed() is not None
-                          else job._result(self.landed_snapshot, [], already=True))
+                          else job.result_of(self.landed_snapshot, [], already=True))
             else:
                 job.take_outputs([m.output for m in messages if m is not None])
                 result = job.commit()

@@ -258,7 +258,7 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
                 try:
                     self._check_key_index()
                     snap = self._commit_once()
-                    return self._result(snap, self.committer.committed_entries if snap else [])
+                    return self.result_of(snap, self.committer.committed_entries if snap else [])
                 except AlreadyCommitted as twin:  # another run of this pair landed first
                     self.abort()
                     return self._landed_result(twin.snapshot)
@@ -300,7 +300,7 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
 
     def _landed_result(self, snap: Snapshot) -> CommitResult:
         self.landed = snap
-        return self._result(snap, self.committer.delta_entries(snap), already=True)
+        return self.result_of(snap, self.committer.delta_entries(snap), already=True)
 
     def abort(self) -> None:
         """Delete the files this job wrote (it will not be committed)."""
@@ -309,8 +309,10 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
         self.messages = []
         self.index_entries = []
 
-    def _result(self, snap: Snapshot | None, entries: Sequence[ManifestEntry],
-                already: bool = False) -> CommitResult:
+    def result_of(self, snap: Snapshot | None, entries: Sequence[ManifestEntry],
+                  already: bool = False) -> CommitResult:
+        """This job's result for snapshot `snap` (None: nothing committed) that changed the
+        data files `entries`; `already`: `snap` is an earlier run's commit of this identity."""
         return commit_result(
             self.table_name, snap, entries, started=self._start,
             rows_written=self.data.num_rows if already else self.count_written_rows(),

@@ -17,6 +17,7 @@ partition held go when the snapshots holding them expire.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.commit.file_store_commit import NOT_WATCHED, AlreadyCommitted
@@ -25,14 +26,34 @@ from lakeformat.operation.runner import Runner
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
 
-__all__ = ["CompactManifestsJob", "DropPartitionsJob", "PartitionSelector"]
+__all__ = ["CompactManifestsJob", "DropPartitionsJob", "MetadataJob", "PartitionSelector"]
 
 #: picks the partitions to drop (serialized partition rows) from the latest snapshot (None:
 #: the table has none)
 PartitionSelector = Callable[[Snapshot | None], Iterable[bytes]]
 
+UnitT = TypeVar("UnitT")
 
-class DropPartitionsJob(DataJob[bytes, bytes, Snapshot | None]):
+
+class MetadataJob(DataJob[UnitT, UnitT, "Snapshot | None"]):
+    """A job that writes no data file: its units are its commit messages (`execute` has
+    nothing to run) and a failed commit leaves nothing to remove (`abort`). Subclasses plan
+    `units` and commit them."""
+
+    units: list
+
+    def execute(self, units: Sequence[UnitT] | None = None, runner: Runner | None = None
+                ) -> list[UnitT]:
+        """Nothing to write: the messages are the units (default: the planned ones)."""
+        if units is not None:
+            self.units = list(units)
+        return list(self.units)
+
+    def abort(self) -> None:
+        """Nothing was written."""
+
+
+class DropPartitionsJob(MetadataJob[bytes]):
     """Drop the partitions `select` picks from the latest snapshot, as one OVERWRITE snapshot
     with no file (see the module docstring). The result is that snapshot, or None when there
     was nothing to drop (no partition picked, or another job emptied them first); the data
@@ -43,8 +64,8 @@ class DropPartitionsJob(DataJob[bytes, bytes, Snapshot | None]):
     snapshot (`landed`), and so does a run that finds another run of the same identity landed
     while it committed (`AlreadyCommitted`).
 
-    Of the `DataJob` base it overrides `plan`, `execute` (the messages are the partitions),
-    `commit` and `abort` (nothing to remove); `operation` is the caller's.
+    Of the `DataJob` base it overrides `plan` and `commit` (`execute` and `abort` are
+    `MetadataJob`'s: the messages are the partitions); `operation` is the caller's.
     """
 
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
@@ -58,7 +79,7 @@ class DropPartitionsJob(DataJob[bytes, bytes, Snapshot | None]):
         self.open_committer(properties=self.operation_properties())
         #: the latest snapshot when planned: another run of this identity is looked for after it
         self.base: Snapshot | None = None
-        self.partitions: list[bytes] = []
+        self.units: list[bytes] = []
 
     def plan(self) -> list[bytes]:
         """The partitions `select` picks from the latest snapshot; none when this job's
@@ -66,22 +87,15 @@ class DropPartitionsJob(DataJob[bytes, bytes, Snapshot | None]):
         if self.find_landed() is not None:
             return []
         self.base = self.committer.snapshots.latest_snapshot()
-        self.partitions = list(self.select(self.base))
-        return self.partitions
-
-    def execute(self, units: Sequence[bytes] | None = None, runner: Runner | None = None
-                ) -> list[bytes]:
-        """Nothing to write: the messages are the partitions (default: the planned ones)."""
-        if units is not None:
-            self.partitions = list(units)
-        return list(self.partitions)
+        self.units = list(self.select(self.base))
+        return self.units
 
     def commit(self, messages: Sequence[bytes] | None = None) -> Snapshot | None:
         """The OVERWRITE snapshot deleting every file live in the partitions (`messages`,
         default the planned ones) at commit time; None when there is nothing to drop."""
         if self.landed is not None:
             return self.landed
-        partitions = list(self.partitions if messages is None else messages)
+        partitions = list(self.units if messages is None else messages)
         if not partitions:
             return None
         watch = NOT_WATCHED if self.commit_identifier is None else (
@@ -93,11 +107,8 @@ class DropPartitionsJob(DataJob[bytes, bytes, Snapshot | None]):
             self.landed = twin.snapshot
             return twin.snapshot
 
-    def abort(self) -> None:
-        """Nothing was written."""
 
-
-class CompactManifestsJob(DataJob[Snapshot, Snapshot, Snapshot | None]):
+class CompactManifestsJob(MetadataJob[Snapshot]):
     """Compact the manifests of the latest snapshot (Paimon's `compactManifest`): one COMPACT
     snapshot of the same data whose base manifest list holds only the ADD entries of live
     files (see the module docstring). The result is that snapshot, or None when there was
@@ -105,8 +116,8 @@ class CompactManifestsJob(DataJob[Snapshot, Snapshot, Snapshot | None]):
     meanwhile left none).
 
     Of the `DataJob` base it overrides `plan` (the latest snapshot, when its manifests hold
-    DELETE entries: `deletes` counts them), `execute` (the messages are the units), `commit`
-    and `abort` (nothing to remove), and `operation` and `commit_kinds` (COMPACT).
+    DELETE entries: `deletes` counts them) and `commit` (`execute` and `abort` are
+    `MetadataJob`'s), and `operation` and `commit_kinds` (COMPACT).
     """
 
     operation = "manifest compaction"
@@ -134,13 +145,6 @@ class CompactManifestsJob(DataJob[Snapshot, Snapshot, Snapshot | None]):
         self.units = [self.base] if self.base is not None and self.deletes else []
         return self.units
 
-    def execute(self, units: Sequence[Snapshot] | None = None, runner: Runner | None = None
-                ) -> list[Snapshot]:
-        """Nothing to write: the messages are the units (default: the planned ones)."""
-        if units is not None:
-            self.units = list(units)
-        return list(self.units)
-
     def commit(self, messages: Sequence[Snapshot] | None = None) -> Snapshot | None:
         """The COMPACT snapshot over the latest snapshot at commit time (which may be newer
         than the planned one); None when there is nothing to compact."""
@@ -149,6 +153,3 @@ class CompactManifestsJob(DataJob[Snapshot, Snapshot, Snapshot | None]):
         if not (self.units if messages is None else messages):
             return None
         return self.committer.compact_manifests()
-
-    def abort(self) -> None:
-        """Nothing was written."""

@@ -29,8 +29,10 @@ def _figures(health: dict[str, Any]) -> str:
              ("Schema files", (health.get("schemas") or {}).get("files")),
              ("Manifests", (health.get("manifests") or {}).get("files")),
              ("Health computed", health.get("computed_at"))]
+    # one grid cell per figure: its label above its value
     return '<dl class="figures">' + "".join(
-        f"<dt>{e(k)}</dt><dd>{e(NONE if v is None else v)}</dd>" for k, v in items) + "</dl>"
+        f"<div><dt>{e(k)}</dt><dd>{e(NONE if v is None else v)}</dd></div>"
+        for k, v in items) + "</dl>"
 
 
 def _components(health: dict[str, Any]) -> str:

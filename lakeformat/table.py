@@ -426,11 +426,15 @@ class Table:
 
     def expire_partitions(self, expiration_time: OlderThan = None, dry_run: bool = False,
                           options: dict[str, Any] | None = None) -> MaintenanceResult:
-        """Drop partitions whose time (from their values) is older than
-        `partition.expiration-time`, as one OVERWRITE commit. `options` override the
-        `partition.*` expiry options for this run only (expiration-time, expiration-max-num,
-        expiration-strategy, timestamp-formatter, timestamp-pattern): what a due action
-        computed under threshold overrides passes."""
+        """Drop partitions whose time is older than `partition.expiration-time`: the time in
+        their values (`partition.expiration-strategy=values-time`, the default) or their last
+        update, the newest file creation time (`update-time`); at most
+        `partition.expiration-max-num`, in OVERWRITE commits of
+        `partition.expiration-batch-size` partitions. `notes` say why each one expires (also
+        in a dry run). `options` override the `partition.*` expiry options for this run only
+        (expiration-time, expiration-max-num, expiration-batch-size, expiration-strategy,
+        timestamp-formatter, timestamp-pattern): what a due action computed under threshold
+        overrides passes."""
         schema = self.refresh()._schema
         with self._maintaining("expire_partitions", dry_run) as file_io:
             return expire_partitions(file_io, self.path, schema, self.name, expiration_time,

@@ -388,10 +388,14 @@ def rule_partitions(due: Due) -> None:
     now = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=view.local_ms)
     # the options in force (the table's, overridden) as the overlay the action's verb takes
     overlay = {k: v for k, v in o.raw.items() if k in PARTITION_EXPIRY_OPTIONS}
+    # update-time: each partition's last update, as the verb reads it from the manifests
+    by_update = str(overlay.get("partition.expiration-strategy", "")).strip() == "update-time"
+    older = "not updated within" if by_update else "older than"
     try:  # the same pure function partition expiry runs, on the partitions already read
         check_supported(view.schema.copy(options={**view.schema.options, **overlay}),
                         EXPIRE_PARTITIONS, view.path)
-        found = expired_partitions(view.schema, dict.fromkeys(view.figures.partition),
+        found = expired_partitions(view.schema, view.partition_update_times if by_update
+                                   else dict.fromkeys(view.figures.partition),
                                    None, now, options=overlay)
         max_num = partitions_per_run(partition_expiry_options(view.schema, overlay))
     except Exception as e:
@@ -400,7 +404,7 @@ def rule_partitions(due: Due) -> None:
     expired = found.expired
     unreadable = [why.split(":", 1)[0] for why in found.kept]
     if not expired:
-        why = f"no partition older than partition.expiration-time {o.get(PARTITIONS)}"
+        why = f"no partition {older} partition.expiration-time {o.get(PARTITIONS)}"
         if unreadable:
             why += f"; no time in the values of {', '.join(unreadable[:5])}"
         due.not_due[PARTITIONS] = why
@@ -418,7 +422,7 @@ def rule_partitions(due: Due) -> None:
             if len(expired) > max_num else "")
     due.add(DueAction(
         table=view.name, kind="expire-partitions", rule=PARTITIONS,
-        reason=(f"{len(chosen)} partitions older than partition.expiration-time "
+        reason=(f"{len(chosen)} partitions {older} partition.expiration-time "
                 f"{o.get(PARTITIONS)}: {', '.join(s for s, _ in chosen[:5])}{more}"),
         figures={"partitions": [s for s, _ in chosen], "unreadable": unreadable},
         partitions=_partition_specs(view, [p for _, p in chosen]),

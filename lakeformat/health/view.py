@@ -32,6 +32,7 @@ from lakeformat.operation.maintain import (
     ReferenceScan,
     expire_range,
     explain_kept_schemas,
+    partition_update_times,
     plan_expire,
     plan_schema_retention,
     read_snapshots,
@@ -113,6 +114,9 @@ class TableView:
     cache: dict[int, Snapshot]
     compaction_snapshots: dict[int, int | None] = field(default_factory=dict)
     _full: list[CompactTask] | None = None
+    #: each live partition's last update (`partition_update_times`), read when partition
+    #: expiry goes by update time (empty otherwise)
+    partition_update_times: dict[bytes, int] = field(default_factory=dict)
 
     @property
     def pk(self) -> bool:
@@ -194,7 +198,8 @@ def read_view(file_io: FileIO, path: str, schema: TableSchema, name: str,
     scan = FileStoreScan(file_io, path, schema)
     metas = scan.data_manifests(latest) if latest is not None else []
     changelog_metas = scan.changelog_manifests(latest) if latest is not None else []
-    entries = merge_entries(scan.read_entries(metas)) if metas else []
+    raw_entries = scan.read_entries(metas) if metas else []
+    entries = merge_entries(raw_entries) if metas else []
     dvs = scan.deletion_files(latest) if entries else {}
     max_level = max(opts.num_levels, max((e.file.level for e in entries), default=0) + 1) - 1
     figures = bucket_figures(schema, opts, entries, dvs, max_level)
@@ -209,6 +214,8 @@ def read_view(file_io: FileIO, path: str, schema: TableSchema, name: str,
                      earliest, metas, changelog_metas, entries, dvs, figures,
                      PartitionText(schema, opts), minor, refused, Expiry(), Schemas(), [], {},
                      None, errors, cache)
+    if str(opts.get("partition.expiration-strategy", "")).strip() == "update-time":
+        view.partition_update_times = partition_update_times(raw_entries)
     consumers_read = True
     for what, read in (("tags", lambda: TagManager(file_io, path).tags()),
                        ("consumers", lambda: ConsumerManager(file_io, path).consumers())):

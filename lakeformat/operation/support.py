@@ -127,9 +127,6 @@ REFUSALS: tuple[Refusal, ...] = (
                   "changelog.time-retained")),
     Refusal("changelog/changelog-N files", "present", (EXPIRE_SNAPSHOTS,),
             "long-lived changelog files are not maintained"),
-    Refusal("partition.expiration-strategy", "update-time", (EXPIRE_PARTITIONS,),
-            "partitions expire by their values (values-time)",
-            _option("partition.expiration-strategy", lambda v: v == "update-time")),
     Refusal("branch/ directory", "present", (REMOVE_ORPHAN_FILES,),
             "branch snapshots share the table's files and are not read"),
 )

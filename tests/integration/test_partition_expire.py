@@ -115,8 +115,7 @@ def test_refusals_commit_nothing(tmp_path):
     t.write(day_rows(["20200101"]))
     with pytest.raises(lf.InvalidOptionError, match="partition.expiration-time"):
         t.expire_partitions()
-    refused = [("partition.expiration-strategy", "update-time", lf.UnsupportedError),
-               ("partition.timestamp-formatter", "yyyy-MMM-dd", lf.UnsupportedError)]
+    refused = [("partition.timestamp-formatter", "yyyy-MMM-dd", lf.UnsupportedError)]
     for key, value, err in refused:
         t.alter(lf.SchemaChange.set_option(key, value))
         with pytest.raises(err, match=key):

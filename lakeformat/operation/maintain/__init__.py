@@ -34,6 +34,7 @@ from lakeformat.operation.maintain.partition_expire import (
     expire_partitions,
     expired_partitions,
     extract_time,
+    partition_update_times,
 )
 from lakeformat.operation.maintain.partition_expire import (
     expiry_options as partition_expiry_options,
@@ -89,6 +90,7 @@ __all__ = [
     "extract_time",
     "list_tags",
     "partition_expiry_options",
+    "partition_update_times",
     "partitions_per_run",
     "past_cutoff_millis",
     "plan_expire",

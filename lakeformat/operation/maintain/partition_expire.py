@@ -1,15 +1,26 @@
-"""Partition expiry by partition values (Paimon's `values-time` strategy).
+"""Partition expiry, by partition values (Paimon's `values-time` strategy, the default) or by
+the partition's last update (`update-time`), selected by `partition.expiration-strategy`.
 
-A partition's time is read from its values as Java's `PartitionTimeExtractor` does:
+values-time: a partition's time is read from its values as Java's `PartitionTimeExtractor` does:
 `partition.timestamp-pattern` (e.g. `$dt` or `$dt $hour:00:00`; default: the first partition
 value) gives the text, `partition.timestamp-formatter` (a Java `DateTimeFormatter` pattern such
-as `yyyyMMdd`; default: `yyyy-MM-dd HH:mm:ss` or `yyyy-MM-dd`, leniently) parses it. A partition
-expires when its time is before now − `partition.expiration-time` (local time, as Java's
-`LocalDateTime.now()`). At most `partition.expiration-max-num` partitions (default 100, the
-first in the order of their joined values) are dropped per run, as one OVERWRITE snapshot that
-deletes every file live in them (`DropPartitionsJob`); the files themselves go when the
-snapshots holding them expire. Partitions whose values cannot be read as a time are kept and
-reported.
+as `yyyyMMdd`; default: `yyyy-MM-dd HH:mm:ss` or `yyyy-MM-dd`, leniently) parses it. Partitions
+whose values cannot be read as a time are kept and reported.
+
+update-time (Java's `PartitionUpdateTimeExpireStrategy`): a partition's time is its last file
+creation time — Java's `PartitionEntry.lastFileCreationTime`, the newest `_CREATION_TIME` of
+every entry (ADD or DELETE) of the snapshot's data manifests in that partition, over the
+partitions whose ADD entries outnumber their DELETE entries (`partition_update_times`, numpy over
+the entries' columns). Any partition values work, nulls included; a partition written again
+(or compacted) recently is young again.
+
+Either way a partition expires when its time is before now − `partition.expiration-time` (local
+time, as Java's `LocalDateTime.now()`; creation times are local wall-clock times too). At most
+`partition.expiration-max-num` partitions (default 100, the first in the order of their joined
+values) are dropped per run, in OVERWRITE snapshots of `partition.expiration-batch-size`
+partitions each (default: all in one) that delete every file live in them
+(`DropPartitionsJob`, Java's `NormalPartitionExpire`); the files themselves go when the
+snapshots holding them expire.
 
 `expired_partitions` is the rule alone — which of the partitions a caller already has expire
 now — and reads no file; `expire_partitions` runs it over the latest snapshot and drops them.
@@ -28,6 +39,9 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
+import pyarrow as pa
+
 from lakeformat import clock
 from lakeformat.errors import (
     InvalidArgumentError,
@@ -36,6 +50,7 @@ from lakeformat.errors import (
     UnsupportedError,
 )
 from lakeformat.meta.binary_row import from_avro_bytes
+from lakeformat.meta.data_file_meta import FileKind, ManifestEntry, merge_entries
 from lakeformat.meta.partition import partition_path, partition_value_text
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.operation.commit import DropPartitionsJob
@@ -51,13 +66,15 @@ from lakeformat.storage import FileIO
 EXPIRATION_TIME = "partition.expiration-time"
 EXPIRATION_STRATEGY = "partition.expiration-strategy"
 EXPIRATION_MAX_NUM = "partition.expiration-max-num"
+EXPIRATION_BATCH_SIZE = "partition.expiration-batch-size"
+VALUES_TIME, UPDATE_TIME = "values-time", "update-time"
 TIMESTAMP_FORMATTER = "partition.timestamp-formatter"
 TIMESTAMP_PATTERN = "partition.timestamp-pattern"
 DEFAULT_MAX_NUM = 100
 OPERATION = "expire-partitions"
 #: the options a run's `options` overlay may set: every option the rule reads
 EXPIRY_OPTIONS = frozenset({EXPIRATION_TIME, EXPIRATION_MAX_NUM, EXPIRATION_STRATEGY,
-                            TIMESTAMP_FORMATTER, TIMESTAMP_PATTERN})
+                            EXPIRATION_BATCH_SIZE, TIMESTAMP_FORMATTER, TIMESTAMP_PATTERN})
 
 
 class TimeParseError(ValueError):
@@ -235,11 +252,56 @@ def max_per_run(opts: CoreOptions) -> int:
     return max_num
 
 
-def _check_strategy(opts: CoreOptions) -> None:
-    strategy = str(opts.get(EXPIRATION_STRATEGY, "values-time")).strip()
-    if strategy != "values-time":
+def batch_size(opts: CoreOptions, max_num: int) -> int:
+    """`partition.expiration-batch-size`: how many partitions one OVERWRITE snapshot drops
+    (Java's `partitionExpireBatchSize`: unset is `max_num`; a value below 1 drops them all in
+    one snapshot, as `NormalPartitionExpire` batches only for a positive size)."""
+    raw = opts.get(EXPIRATION_BATCH_SIZE)
+    if raw is None:
+        return max_num
+    text = str(raw).strip()
+    if not re.fullmatch(r"-?\d+", text):
+        raise InvalidOptionError(f"option {EXPIRATION_BATCH_SIZE!r} must be an integer, got "
+                                 f"{text!r}")
+    size = int(text)
+    return size if size > 0 else max_num
+
+
+def _check_strategy(opts: CoreOptions) -> str:
+    strategy = str(opts.get(EXPIRATION_STRATEGY, VALUES_TIME)).strip()
+    if strategy not in (VALUES_TIME, UPDATE_TIME):
         raise InvalidOptionError(f"unknown {EXPIRATION_STRATEGY} {strategy!r} (values-time, "
                                  "update-time)")
+    return strategy
+
+
+def partition_update_times(entries: Sequence[ManifestEntry]) -> dict[bytes, int]:
+    """Each partition's last update of a snapshot, from every entry of its data manifests
+    (base and delta, unmerged): Java's `PartitionEntry.lastFileCreationTime` — the newest
+    `_CREATION_TIME` (local wall-clock millis) among the partition's ADD and DELETE entries —
+    for the partitions whose ADD entries outnumber their DELETE entries (Java's
+    `readPartitionEntries` keeps those with a positive file count). Whole columns: one pass
+    to gather the entries' fields, then numpy."""
+    n = len(entries)
+    if n == 0:
+        return {}
+    parts = pa.array([e.partition for e in entries], pa.binary()).dictionary_encode()
+    codes = parts.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    created = np.fromiter((e.file.creation_time or 0 for e in entries), np.int64, n)
+    adds = np.fromiter((e.kind == FileKind.ADD for e in entries), np.bool_, n)
+    k = len(parts.dictionary)
+    files = np.bincount(codes, weights=np.where(adds, 1, -1), minlength=k)
+    order = np.lexsort((created, codes))  # per code, newest creation time last
+    last_at = np.flatnonzero(np.r_[codes[order][1:] != codes[order][:-1], True])
+    newest = np.zeros(k, np.int64)
+    newest[codes[order][last_at]] = created[order][last_at]
+    names = parts.dictionary.to_pylist()
+    return {names[c]: int(newest[c]) for c in np.flatnonzero(files > 0).tolist()}
+
+
+def _local_text(ms: int) -> str:
+    return (dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)).isoformat(
+        " ", "milliseconds")
 
 
 def _time_format(opts: CoreOptions) -> tuple[str | None, str | None]:
@@ -288,12 +350,17 @@ def _value_text(value: Any, data_type: Any) -> str | None:
         return str(value)
 
 
-def expired_partitions(schema: TableSchema, partitions: Iterable[bytes],
+def expired_partitions(schema: TableSchema,
+                       partitions: Iterable[bytes] | Mapping[bytes, int | None],
                        expiration_time: OlderThan = None, now: dt.datetime | None = None,
                        options: Mapping[str, Any] | None = None) -> PartitionExpiry:
     """Which of `partitions` (serialized partition rows, as manifest entries hold them, e.g.
-    the partitions live in a snapshot) have expired, by the table's values-time rule (see the
-    module docstring): `(expired, kept)` as `PartitionExpiry` says. Reads no file.
+    the partitions live in a snapshot) have expired, by the table's rule (see the module
+    docstring): `(expired, kept)` as `PartitionExpiry` says. Reads no file.
+
+    `partitions` may map each partition to its last update (`partition_update_times` of the
+    snapshot's entries): the update-time strategy needs it (an `InvalidArgumentError`
+    otherwise), values-time reads the keys only.
 
     `expiration_time` as `expire_partitions` takes it: a `datetime` (the cut-off itself), a
     `timedelta` or duration text (an age before `now`), None (the table's
@@ -302,42 +369,84 @@ def expired_partitions(schema: TableSchema, partitions: Iterable[bytes],
     `expiration_time` it cannot use, `UnsupportedError` for a formatter it cannot read.
     `options`: the run's overlay of `EXPIRY_OPTIONS` (see `expire_partitions`)."""
     opts = expiry_options(schema, options)
-    _check_strategy(opts)
+    strategy = _check_strategy(opts)
     pattern, formatter = _time_format(opts)
     cutoff = _cutoff(expiration_time, dict(opts.raw), now)
-    return _expired(schema, opts, partitions, cutoff, pattern, formatter)
+    return _expired(schema, opts, strategy, partitions, cutoff, pattern, formatter)[0]
 
 
-def _expired(schema: TableSchema, opts: CoreOptions, partitions: Iterable[bytes],
-             cutoff: dt.datetime, pattern: str | None, formatter: str | None) -> PartitionExpiry:
+def _update_times(partitions: Iterable[bytes] | Mapping[bytes, int | None]
+                  ) -> Mapping[bytes, int]:
+    times = partitions if isinstance(partitions, Mapping) else None
+    if times is None or any(not isinstance(v, int) for v in times.values()):
+        raise InvalidArgumentError(f"{EXPIRATION_STRATEGY}={UPDATE_TIME} needs each "
+                                   "partition's last update time (partition_update_times of "
+                                   "the snapshot's manifest entries), not the partitions alone")
+    return times  # type: ignore[return-value]
+
+
+def _expired(schema: TableSchema, opts: CoreOptions, strategy: str,
+             partitions: Iterable[bytes] | Mapping[bytes, int | None], cutoff: dt.datetime,
+             pattern: str | None, formatter: str | None
+             ) -> tuple[PartitionExpiry, dict[bytes, str]]:
+    """The rule, and why each expired partition expires (partition -> its time as text)."""
     fields = schema.partition_fields()
     types = [f.type for f in fields]
     keys = list(schema.partition_keys)
+    times = _update_times(partitions) if strategy == UPDATE_TIME else None
+    # Java compares epoch millis of both local date-times (`toEpochMilli` floors)
+    cutoff_ms = (cutoff - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1)
     expired: list[tuple[str, bytes, str]] = []
     kept: list[str] = []
+    why: dict[bytes, str] = {}
     for partition in partitions:
         values = from_avro_bytes(partition, types)
         texts = [_value_text(v, t) for v, t in zip(values, types, strict=True)]
         spec = partition_path(values, fields, opts.partition_default_name, False) or "/"
-        try:
-            when = extract_time(keys, texts, pattern, formatter)
-        except TimeParseError as e:
-            kept.append(f"{spec}: kept, no time in its values ({e})")
-            continue
-        if when < cutoff:
-            joined = ",".join(opts.partition_default_name if t is None else t for t in texts)
-            expired.append((joined, partition, spec))
+        if times is not None:
+            last = times[partition]
+            if last >= cutoff_ms:
+                continue
+            why[partition] = f"{spec} last updated {_local_text(last)}"
+        else:
+            try:
+                when = extract_time(keys, texts, pattern, formatter)
+            except TimeParseError as e:
+                kept.append(f"{spec}: kept, no time in its values ({e})")
+                continue
+            if when >= cutoff:
+                continue
+            why[partition] = f"{spec} at {when}"
+        joined = ",".join(opts.partition_default_name if t is None else t for t in texts)
+        expired.append((joined, partition, spec))
     expired.sort()
-    return PartitionExpiry([(spec, partition) for _, partition, spec in expired], kept)
+    return PartitionExpiry([(spec, partition) for _, partition, spec in expired], kept), why
+
+
+#: partitions a run's note names with their update time
+NOTE_PARTITIONS = 5
+
+
+def _why_note(strategy: str, cutoff: dt.datetime, reasons: list[str]) -> str:
+    """One line: the rule, its cut-off and (update-time) the first partitions' last update."""
+    ms = (cutoff - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1)
+    if strategy == VALUES_TIME:
+        return f"values-time: the time in each one's values is before the cut-off {cutoff}"
+    shown = reasons[:NOTE_PARTITIONS]
+    more = f", ... and {len(reasons) - NOTE_PARTITIONS} more" \
+        if len(reasons) > NOTE_PARTITIONS else ""
+    return (f"update-time: the newest file of each was created before the cut-off "
+            f"{_local_text(ms)} ({', '.join(shown)}{more})")
 
 
 def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
                       expiration_time: OlderThan, dry_run: bool,
                       options: Mapping[str, Any] | None = None) -> MaintenanceResult:
     """Drop the partitions expired in the latest snapshot (`expired_partitions`), at most
-    `partition.expiration-max-num`, as one OVERWRITE snapshot (`DropPartitionsJob`); a dry run
-    plans the job and reports what it would drop. `options` overlay `EXPIRY_OPTIONS` over the
-    table's for this run only (`expiry_options`)."""
+    `partition.expiration-max-num`, in OVERWRITE snapshots of `partition.expiration-batch-size`
+    partitions (`DropPartitionsJob`); a dry run plans the job and reports what it would drop.
+    Either way `notes` say why each partition expires. `options` overlay `EXPIRY_OPTIONS`
+    over the table's for this run only (`expiry_options`)."""
     start = time.monotonic()
     opts = expiry_options(schema, options)
     if not schema.partition_keys:
@@ -345,8 +454,9 @@ def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, tab
                                    "partitions to expire")
     check_supported(schema.copy(options=opts.raw) if options else schema, EXPIRE_PARTITIONS,
                     table_path)
-    _check_strategy(opts)
+    strategy = _check_strategy(opts)
     max_num = max_per_run(opts)
+    per_batch = batch_size(opts, max_num)
     pattern, formatter = _time_format(opts)
     cutoff = _cutoff(expiration_time, dict(opts.raw))
     result = MaintenanceResult(table_name, OPERATION, dry_run=dry_run)
@@ -354,15 +464,21 @@ def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, tab
     picked: list[tuple[str, bytes]] = []
 
     def select(latest: Snapshot | None) -> list[bytes]:
-        for e in FileStoreScan(file_io, table_path, schema).live_entries(latest):
+        scan = FileStoreScan(file_io, table_path, schema)
+        entries = scan.read_entries(scan.data_manifests(latest)) if latest else []
+        for e in merge_entries(entries):
             files.setdefault(e.partition, []).append(e.file.file_size)
-        expired, kept = _expired(schema, opts, files, cutoff, pattern, formatter)
+        candidates = partition_update_times(entries) if strategy == UPDATE_TIME else files
+        (expired, kept), why = _expired(schema, opts, strategy, candidates, cutoff, pattern,
+                                        formatter)
         result.skipped.extend(kept)
         if len(expired) > max_num:
             result.skipped.append(f"{len(expired) - max_num} more expired partitions left for "
                                   f"the next run ({EXPIRATION_MAX_NUM}={max_num})")
             expired = expired[:max_num]
         picked.extend(expired)
+        if expired:
+            result.notes.append(_why_note(strategy, cutoff, [why[p] for _, p in expired]))
         return [partition for _, partition in expired]
 
     job = DropPartitionsJob(file_io, table_path, schema, select, table_name,
@@ -374,18 +490,28 @@ def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, tab
         result.duration_s = round(time.monotonic() - start, 3)
         return result
     result.partitions_expired = [spec for spec, _ in picked]
-    sizes = [s for _, partition in picked for s in files[partition]]
+    sizes = [s for _, partition in picked for s in files.get(partition, [])]
     if dry_run:
         result.data_files_dropped, result.bytes_dropped = len(sizes), sum(sizes)
+        if per_batch < len(units):
+            result.notes.append(f"{-(-len(units) // per_batch)} snapshots of at most "
+                                f"{per_batch} partitions ({EXPIRATION_BATCH_SIZE})")
     else:
-        snap = job.commit(job.execute(units))
-        if snap is None:  # another job emptied them first
-            result.skipped.append("the expired partitions were already empty; no commit")
-            result.partitions_expired = []
-        else:
+        dropped_specs: list[str] = []
+        refs = TableReferences(file_io, table_path, schema)
+        spec_of = {partition: spec for spec, partition in picked}
+        for at in range(0, len(units), per_batch):
+            batch = units[at:at + per_batch]
+            snap = job.commit(job.execute(batch))
+            if snap is None:  # another job emptied them first
+                result.skipped.append(f"partitions {', '.join(spec_of[p] for p in batch)} "
+                                      "were already empty; no commit")
+                continue
             result.latest_snapshot = snap.id
-            dropped = TableReferences(file_io, table_path, schema).delta_entries(snap)
-            result.data_files_dropped = len(dropped)
-            result.bytes_dropped = sum(e.file.file_size for e in dropped)
+            dropped = refs.delta_entries(snap)
+            dropped_specs += [spec_of[p] for p in batch]
+            result.data_files_dropped += len(dropped)
+            result.bytes_dropped += sum(e.file.file_size for e in dropped)
+        result.partitions_expired = dropped_specs
     result.duration_s = round(time.monotonic() - start, 3)
     return result

@@ -369,6 +369,34 @@ class CoreOptions:
     def snapshot_expire_limit(self) -> int:
         return self._int("snapshot.expire.limit", 10)
 
+    # changelog expiry: unset falls back to the snapshot setting [CoreOptions.java]
+    @property
+    def changelog_num_retained_min(self) -> int:
+        return self._int("changelog.num-retained.min", self.snapshot_num_retained_min)
+
+    @property
+    def changelog_num_retained_max(self) -> int:
+        return self._int("changelog.num-retained.max", self.snapshot_num_retained_max)
+
+    @property
+    def changelog_time_retained(self) -> timedelta:
+        v = self.raw.get("changelog.time-retained")
+        return self.snapshot_time_retained if v is None else parse_duration(
+            v, "changelog.time-retained")
+
+    @property
+    def changelog_lifecycle_decoupled(self) -> bool:
+        """The changelog outlives snapshots: a changelog setting above its snapshot one."""
+        return (self.changelog_num_retained_max > self.snapshot_num_retained_max
+                or self.changelog_time_retained > self.snapshot_time_retained
+                or self.changelog_num_retained_min > self.snapshot_num_retained_min)
+
+    @property
+    def consumer_changelog_only(self) -> bool:
+        """`consumer.changelog-only`: consumers pin only the changelog (decoupled tables)."""
+        return (self._bool("consumer.changelog-only", False)
+                and self.changelog_lifecycle_decoupled)
+
     # partition expiry [CoreOptions.java]
     @property
     def partition_expiration_time(self) -> timedelta | None:

@@ -91,13 +91,42 @@ class TagInfo:
                 f"{created}{kept}")
 
 
+@dataclass(frozen=True)
+class BranchInfo:
+    """A branch (`branch/branch-<name>/`) as `Table.branches()` finds it: Java's `$branches`
+    shows its name and creation time (here the oldest of its schema files, which creating it
+    writes; None without one); the snapshots it holds (None: none yet, as a branch created
+    empty), its latest schema id and its own tags — a branch made from a tag holds a copy of
+    that tag, the only record of where it came from (Paimon keeps no other)."""
+
+    name: str
+    create_time: dt.datetime | None
+    earliest_snapshot: int | None
+    latest_snapshot: int | None
+    schema_id: int | None
+    tags: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        ct = self.create_time
+        return {"name": self.name, "create_time": ct.isoformat() if ct else None,
+                "earliest_snapshot": self.earliest_snapshot,
+                "latest_snapshot": self.latest_snapshot, "schema_id": self.schema_id,
+                "tags": list(self.tags)}
+
+    def __str__(self) -> str:
+        snaps = (f"snapshots {self.earliest_snapshot}..{self.latest_snapshot}"
+                 if self.latest_snapshot is not None else "no snapshot")
+        tags = f", tags {', '.join(self.tags)}" if self.tags else ""
+        return f"branch {self.name}: {snaps} (schema {self.schema_id}){tags}"
+
+
 #: why `clean_schemas` keeps a schema file (`MaintenanceResult.kept_kinds` values): the latest
 #: schema; among the newest `retain_min`; the `schemaId` of a snapshot, tag or long-lived
-#: changelog; the `_SCHEMA_ID` of a file a snapshot reads ("live-file"), or only of files its
-#: manifests list as deleted (ADD/DELETE entries that `compact_manifests=True` drops);
-#: younger than the cut-off, or replaced by a schema that is
-KEPT_KINDS = ("latest", "retain-min", "snapshot", "tag", "changelog", "live-file",
-              "deleted-file", "too-young")
+#: changelog, or of one of a branch's ("branch"); the `_SCHEMA_ID` of a file a snapshot reads
+#: ("live-file"), or only of files its manifests list as deleted (ADD/DELETE entries that
+#: `compact_manifests=True` drops); younger than the cut-off, or replaced by a schema that is
+KEPT_KINDS = ("latest", "retain-min", "snapshot", "tag", "changelog", "branch",
+              "live-file", "deleted-file", "too-young")
 #: how many paths, partitions or snapshot ranges the text of a result lists before "... and K more"
 LIST_LIMIT = 10
 _UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB")
@@ -179,6 +208,12 @@ class MaintenanceResult:
     #: only ADD entries (None: not asked, nothing to compact, or a dry run)
     manifest_compaction_snapshot: int | None = None
     notes: list[str] = field(default_factory=list)  # what else the job did or found
+    #: tag expiry: the tags deleted (or, on a dry run, that would be)
+    tags_deleted: list[str] = field(default_factory=list)
+    #: decoupled changelog: the expired snapshots written as `changelog/changelog-<id>` (they
+    #: outlive their snapshots), and the long-lived changelogs that changelog expiry deleted
+    changelogs_written: list[int] = field(default_factory=list)
+    changelogs_deleted: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data: schema ids as keys become text (`{"0": ...}`), as JSON (XCom,
@@ -226,6 +261,10 @@ class MaintenanceResult:
             return f"{self.table}: compact-manifests {done} in {self.duration_s:.2f}s{notes}"
         verb = "would delete" if self.dry_run else "deleted"
         parts = [f"{len(self.snapshots_deleted)} snapshots"] if self.snapshots_deleted else []
+        if self.tags_deleted:
+            parts.append(f"{len(self.tags_deleted)} tags {first_of(self.tags_deleted)}")
+        if self.changelogs_deleted:
+            parts.append(f"{len(self.changelogs_deleted)} changelogs")
         for label, n in (("data files", self.data_files_deleted),
                          ("changelog files", self.changelog_files_deleted),
                          ("manifest files", self.manifest_files_deleted),
@@ -236,6 +275,9 @@ class MaintenanceResult:
         what = ", ".join(parts) if parts else "nothing"
         tail = f"; earliest snapshot {self.earliest_snapshot}" \
             if self.earliest_snapshot is not None else ""
+        if self.changelogs_written:
+            tail += (f"; {'would keep' if self.dry_run else 'kept'} "
+                     f"{len(self.changelogs_written)} changelogs as changelog/changelog-<id>")
         return (f"{self.table}: {self.operation} {verb} {what} ({human_size(self.bytes_deleted)})"
                 f" in {self.duration_s:.2f}s{tail}{notes}")
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 from lakeformat.errors import (
     InvalidArgumentError,
     InvalidOptionError,
+    NotFoundError,
     SnapshotNotFoundError,
     TableNotFoundError,
     TagNotFoundError,
@@ -28,18 +29,25 @@ from lakeformat.health import (
 )
 from lakeformat.lock.table_locks import NO_LOCKS, TableLocks
 from lakeformat.meta.binary_row import from_avro_bytes
+from lakeformat.meta.branch import BranchManager, check_branch_name
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
 from lakeformat.operation.commit import check_commit_identity
 from lakeformat.operation.compact import CompactJob, idle_before, select_partitions
 from lakeformat.operation.maintain import (
+    AutoTagResult,
     OlderThan,
+    auto_tags_after_commit,
+    check_auto_tags,
     clean_schemas,
     compact_manifests,
     create_tag,
+    create_auto_tags,
     delete_tag,
+    expire_changelogs,
     expire_partitions,
     expire_snapshots,
+    expire_tags,
     list_tags,
     remove_orphan_files,
     rollback_to,
@@ -65,7 +73,13 @@ from lakeformat.operation.write import (
     write_options,
 )
 from lakeformat.options import parse_budget
-from lakeformat.results import CommitResult, CompactResult, MaintenanceResult, TagInfo
+from lakeformat.results import (
+    BranchInfo,
+    CommitResult,
+    CompactResult,
+    MaintenanceResult,
+    TagInfo,
+)
 from lakeformat.schema.alter import apply_changes
 from lakeformat.schema.option_names import check_option_names
 from lakeformat.schema.schema_change import SetOption
@@ -296,6 +310,7 @@ class Table:
         """
         table = as_table(data)
         self.refresh()
+        check_auto_tags(self._schema, self.path)  # a bad tag.* option fails before writing
         opts = write_options(self._schema, options)
         merge = opts if wants_merge_schema(opts, merge_schema) else None
         return self._run(WriteJob(self.file_io, self.path, self._schema, table, None, overwrite,
@@ -316,13 +331,16 @@ class Table:
         if keys is not None and where is not None:
             raise InvalidArgumentError(f"delete from {self.name}: give either keys or where, "
                                        "not both")
+        check_auto_tags(schema, self.path)
         if where is not None:
             where = resolve_filter(where, schema.fields, self.name)
-            return DeleteWhere(
+            result = DeleteWhere(
                 self.file_io, self.path, schema, self.schema_manager, where,
                 table_name=self.name, commit_user=commit_user,
                 commit_identifier=commit_identifier, runner=runner,
                 memory_budget=parse_budget(memory_budget)).run()
+            self._tags_after_commit(result.snapshot_id is not None)
+            return result
         if not schema.primary_keys:
             raise UnsupportedError(
                 f"delete from {self.name}: an append table has no primary key to delete rows "
@@ -336,7 +354,28 @@ class Table:
         result = job.run()
         if job.schema.id > self._schema.id:
             self._schema = job.schema
+        self._tags_after_commit(result.snapshot_id is not None)
         return result
+
+    def _tags_after_commit(self, committed: bool, file_io: FileIO | None = None) -> None:
+        """`tag.automatic-creation` once a job's commit landed, as Java's commit does (a
+        failure is logged, never raised: the commit cannot be undone). `file_io`: the job holds
+        the maintenance lock already and this is its fenced FileIO."""
+        lock = None if file_io is not None else (
+            lambda: self.locks.maintaining(self.file_io, f"tag.num-retained-max {self.name}"))
+        auto_tags_after_commit(file_io or self.file_io, self.path, self._schema, self.name,
+                               lock=lock, committed=committed)
+
+    def create_auto_tags(self) -> AutoTagResult:
+        """Run `tag.automatic-creation` now, as every write, delete and compaction does after
+        its commit (Java's `trigger_tag_automatic_creation`): process-time and watermark modes
+        tag the snapshots since the last auto-created tag, batch mode tags the latest snapshot;
+        `tag.num-retained-max` then deletes the oldest (with the files only they held). Errors
+        are raised here."""
+        schema = self.refresh()._schema
+        return create_auto_tags(
+            self.file_io, self.path, schema, self.name,
+            lock=lambda: self.locks.maintaining(self.file_io, f"create_auto_tags {self.name}"))
 
     def find_commit(self, commit_user: str, commit_identifier: int) -> list[Snapshot]:
         """The retained snapshots (oldest first) a commit with this user and identifier made:
@@ -387,11 +426,28 @@ class Table:
                          older_than: OlderThan = None, max_deletes: int | None = None,
                          dry_run: bool = False) -> MaintenanceResult:
         """Expire old snapshots as Paimon does (defaults from `snapshot.num-retained.min`,
-        `snapshot.num-retained.max`, `snapshot.time-retained`, `snapshot.expire.limit`)."""
+        `snapshot.num-retained.max`, `snapshot.time-retained`, `snapshot.expire.limit`); with
+        a decoupled changelog (`changelog.*` retention longer than the snapshot one) expired
+        snapshots stay as `changelog/changelog-<id>`, and changelog expiry runs after."""
         schema = self.refresh()._schema
         with self._maintaining("expire_snapshots", dry_run) as file_io:
             return expire_snapshots(file_io, self.path, schema, self.name, retain_min,
                                     retain_max, older_than, max_deletes, dry_run)
+
+    def expire_changelogs(self, retain_max: int | None = None, retain_min: int | None = None,
+                          older_than: OlderThan = None, max_deletes: int | None = None,
+                          delete_all: bool = False, dry_run: bool = False
+                          ) -> MaintenanceResult:
+        """Expire long-lived changelogs (`changelog/changelog-<id>`) on their own, as Paimon's
+        `expire_changelogs` procedure (defaults from `changelog.num-retained.max`,
+        `changelog.num-retained.min`, `changelog.time-retained`, each falling back to the
+        snapshot setting, and `snapshot.expire.limit`); `delete_all` removes every one of them
+        (only when all are older than the earliest snapshot). `expire_snapshots` already runs
+        this after snapshot expiry when the changelog is decoupled."""
+        schema = self.refresh()._schema
+        with self._maintaining("expire_changelogs", dry_run) as file_io:
+            return expire_changelogs(file_io, self.path, schema, self.name, retain_max,
+                                     retain_min, older_than, max_deletes, delete_all, dry_run)
 
     def clean_schemas(self, retain_min: int | None = None, older_than: OlderThan = None,
                       dry_run: bool = False, compact_manifests: bool = False
@@ -451,8 +507,22 @@ class Table:
 
     def create_tag(self, name: str, snapshot_id: int | None = None,
                    time_retained: OlderThan = None) -> TagInfo:
-        """Tag a snapshot (latest by default); a tag keeps its files from expiry."""
+        """Tag a snapshot (latest by default); a tag keeps its files from expiry until
+        `time_retained` (default the table's `tag.default-time-retained`; none: forever) has
+        passed and `expire_tags` runs."""
+        if time_retained is None:
+            time_retained = self.refresh().options.get("tag.default-time-retained")
         return create_tag(self.file_io, self.path, name, snapshot_id, time_retained)
+
+    def expire_tags(self, older_than: OlderThan = None, dry_run: bool = False
+                    ) -> MaintenanceResult:
+        """Delete the tags past their `time_retained` (Java's `expire_tags`) and, with
+        `older_than` (a datetime, or an age such as "7 d"), every tag created before it — a tag
+        without retention then counting from its file's time. Each goes as `delete_tag` does,
+        with the files only it held; tags without retention are otherwise kept."""
+        schema = self.refresh()._schema
+        with self._maintaining("expire_tags", dry_run) as file_io:
+            return expire_tags(file_io, self.path, schema, self.name, older_than, dry_run)
 
     def delete_tag(self, name: str, dry_run: bool = False) -> MaintenanceResult:
         """Delete a tag and the files only it still held."""
@@ -463,6 +533,30 @@ class Table:
     def list_tags(self) -> list[TagInfo]:
         """Every tag, ordered by tagged snapshot id then name."""
         return list_tags(self.file_io, self.path)
+
+    # -- branches --------------------------------------------------------------------------------
+    def branches(self) -> list[BranchInfo]:
+        """Every branch (`branch/branch-<name>/`), by name: what Java's `$branches` shows and
+        the snapshots, schema and tags each holds."""
+        return BranchManager(self.file_io, self.path).branches()
+
+    def branch(self, name: str) -> BranchTable:
+        """Branch `name` as a read-only table: `read`, `files`, `snapshots`, `schemas`,
+        `list_tags` and time travel see the branch's snapshots, tags and schemas."""
+        return BranchTable(self, name)
+
+    def create_branch(self, name: str, tag: str | None = None) -> BranchInfo:
+        """A branch from tag `tag` (a copy of the tag, its snapshot and the schemas up to its
+        schema id), or an empty branch holding the table's schemas, as Paimon's
+        `create_branch` makes them."""
+        self.refresh()
+        return BranchManager(self.file_io, self.path).create(name, tag)
+
+    def delete_branch(self, name: str) -> None:
+        """Remove the branch directory, as Paimon's `delete_branch`: the data files written on
+        the branch stay until `remove_orphan_files` finds nothing references them."""
+        with self._maintaining("delete_branch", False) as file_io:
+            BranchManager(file_io, self.path).delete(name)
 
     def rollback_to(self, target: int | str, dry_run: bool = False) -> MaintenanceResult:
         """Make a snapshot id (int) or tag (str) the latest: later snapshots and tags are
@@ -533,11 +627,80 @@ class Table:
             schema, partitions, resolve_filter(where, schema.fields, self.name))
         idle = idle_before(partition_idle_time)
         budget = parse_budget(memory_budget)
+        check_auto_tags(self._schema, self.path)
         with self._maintaining("compact", False) as file_io:
-            return CompactJob(
+            result = CompactJob(
                 file_io, self.path, schema, self.name, full=full,
                 partition_filter=partition_filter, partition_idle_before=idle,
                 memory_budget=budget, workers=workers,
                 partitions_per_commit=partitions_per_commit, progress=progress,
                 commit_user=commit_user, commit_identifier=commit_identifier,
                 runner=runner).run()
+            self._tags_after_commit(bool(result.snapshot_ids or result.earlier_snapshot_ids),
+                                    file_io)
+            return result
+
+
+def _read_only(verb: str) -> Callable[..., Any]:
+    def refuse(self: BranchTable, *args: Any, **kwargs: Any) -> Any:
+        raise UnsupportedError(f"{verb} on {self.name}: lakeformat reads branches but does not "
+                               "write or maintain them (maintain the table: its cleanup keeps "
+                               "what every branch references)")
+    refuse.__name__ = verb
+    return refuse
+
+
+class BranchTable(Table):
+    """A branch of a table (`Table.branch(name)`), read-only: its snapshots, tags and schemas are
+    under `branch/branch-<name>/`, its data files and manifests in the table's directories."""
+
+    def __init__(self, table: Table, branch: str):
+        check_branch_name(branch)
+        manager = BranchManager(table.file_io, table.path)
+        if not manager.exists(branch):
+            raise NotFoundError(f"branch {branch!r} of {table.name} does not exist")
+        self.name = f"{table.name}$branch_{branch}"
+        self.branch_name = branch
+        self.path = table.path  # manifests and data files are the table's
+        self.branch_path = manager.branch_path(branch)
+        self.locks = table.locks
+        self.file_io = table.file_io
+        self.schema_manager = SchemaManager(self.file_io, self.branch_path)
+        self.snapshot_manager = SnapshotManager(self.file_io, self.branch_path)
+        self._schema = self._latest_schema()
+
+    def __repr__(self) -> str:
+        return f"BranchTable({self.name!r}, {self.branch_path!r})"
+
+    def _tag_snapshot(self, tag: str) -> Snapshot:
+        try:
+            return TagManager(self.file_io, self.branch_path).get(tag).snapshot
+        except TagNotFoundError:
+            raise TagNotFoundError(f"tag {tag!r} does not exist in {self.name}") from None
+
+    def list_tags(self) -> list[TagInfo]:
+        return list_tags(self.file_io, self.branch_path)
+
+    write = _read_only("write")
+    delete = _read_only("delete")
+    alter = _read_only("alter")
+    compact = _read_only("compact")
+    expire_snapshots = _read_only("expire_snapshots")
+    clean_schemas = _read_only("clean_schemas")
+    remove_orphan_files = _read_only("remove_orphan_files")
+    expire_partitions = _read_only("expire_partitions")
+    compact_manifests = _read_only("compact_manifests")
+    create_tag = _read_only("create_tag")
+    delete_tag = _read_only("delete_tag")
+    rollback_to = _read_only("rollback_to")
+    health = _read_only("health")
+    maintenance_due = _read_only("maintenance_due")
+    history = _read_only("history")
+    branches = _read_only("branches")
+    branch = _read_only("branch")
+    create_branch = _read_only("create_branch")
+    delete_branch = _read_only("delete_branch")
+
+    @property
+    def inspect(self) -> TableInspect:
+        raise UnsupportedError(f"inspect on {self.name}: not offered for branches")

@@ -21,7 +21,7 @@ from typing import Any
 
 from lakeformat import clock
 from lakeformat.health.buckets import BucketFigures, PartitionText, bucket_figures
-from lakeformat.layout import CHANGELOG_PREFIX, SCHEMA_PREFIX, TablePaths, numbered_id
+from lakeformat.layout import SCHEMA_PREFIX, numbered_id
 from lakeformat.meta.consumer import ConsumerManager
 from lakeformat.meta.data_file_meta import ManifestEntry, ManifestFileMeta, merge_entries
 from lakeformat.meta.deletion_vector import DeletionFile
@@ -251,10 +251,6 @@ def _read_expiry(view: TableView, sm: SnapshotManager) -> None:
     opts, ex = view.opts, view.expiry
     try:
         check_supported(view.schema, EXPIRE_SNAPSHOTS, view.path)
-        folder = TablePaths(view.file_io, view.path).changelog_dir
-        if any(st.path.rsplit("/", 1)[-1].startswith(CHANGELOG_PREFIX)
-               for st in view.file_io.list_status(folder)):
-            raise ValueError(f"{folder} holds long-lived changelog files")
     except Exception as e:
         ex.refused = f"snapshot expiry refuses this table: {e}"
         return

@@ -19,6 +19,8 @@ from lakeformat.schema.table_schema import TableSchema
 READ, WRITE, COMPACT = "read", "write", "compact"
 EXPIRE_SNAPSHOTS, EXPIRE_PARTITIONS = "expire-snapshots", "expire-partitions"
 REMOVE_ORPHAN_FILES = "remove-orphan-files"
+#: `tag.automatic-creation` by writers and compaction, and `expire_tags`
+TAG_CREATION, EXPIRE_TAGS = "tag-creation", "expire-tags"
 
 #: what a rule finds in a schema: the refused setting as shown to the user, or None when fine
 Finder = Callable[[TableSchema, CoreOptions], str | None]
@@ -53,10 +55,6 @@ def _is_set(key: str) -> Finder:
     return _option(key, lambda v: v != "")
 
 
-def _present(key: str) -> Finder:
-    return lambda schema, opts: f"{key}={opts.get(key)}" if key in schema.options else None
-
-
 def _bucket(refused: Callable[[int], bool]) -> Finder:
     return lambda schema, opts: f"bucket={opts.bucket}" if refused(opts.bucket) else None
 
@@ -79,9 +77,13 @@ REFUSALS: tuple[Refusal, ...] = (
             lambda s, o: _is_set("cross-partition-upsert.index-ttl")(s, o)
             if s.primary_keys and o.bucket == -1
             and not set(s.partition_keys) <= set(s.primary_keys) else None),
-    Refusal("bucket", "-2 (postpone bucket)", (WRITE, COMPACT),
-            "postpone-bucket files are assigned buckets by Paimon's own compaction",
-            _bucket(lambda b: b == -2)),
+    Refusal("bucket", "-2 on a table without primary key", (WRITE, COMPACT),
+            "postpone buckets exist for primary-key tables only (Paimon refuses the schema)",
+            lambda s, o: "bucket=-2 without a primary key"
+            if o.bucket == -2 and not s.primary_keys else None),
+    Refusal("postpone.merge-on-read", "true", (READ,),
+            "postpone records are not merged into reads (they show once compacted)",
+            lambda s, o: _is_true("postpone.merge-on-read")(s, o) if o.bucket == -2 else None),
     Refusal("bucket", "0, below -2", (WRITE,), "not a bucket count (invalid option)",
             _bucket(lambda b: b == 0 or b < -2)),
     Refusal("bucket-function.type", "anything but default", (WRITE,),
@@ -89,8 +91,6 @@ REFUSALS: tuple[Refusal, ...] = (
             _option("bucket-function.type", lambda v: v.lower() != "default", "default")),
     Refusal("changelog-producer", "any unknown producer", (WRITE, COMPACT),
             "none, input, full-compaction and lookup are handled", _producer(None)),
-    Refusal("changelog-producer", "input", (WRITE,),
-            "writers do not write their input as changelog", _producer(("input",))),
     Refusal("data-file.external-paths", "set", (WRITE, COMPACT),
             "files outside the table directory are not written",
             _is_set("data-file.external-paths")),
@@ -111,24 +111,19 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("compaction.force-up-level-0", "true", (COMPACT,),
             "compaction picks as Java's universal compaction does",
             _is_true("compaction.force-up-level-0")),
-    Refusal("merge-engine", "first-row with changelog-producer=lookup or deletion vectors",
-            (COMPACT,), "first-row's own lookup compaction is not implemented",
-            lambda s, o: "merge-engine=first-row with " + (
-                "deletion-vectors.enabled=true" if o.deletion_vectors_enabled
-                else "changelog-producer=lookup")
-            if s.primary_keys and o.merge_engine == "first-row"
-            and (o.deletion_vectors_enabled or o.changelog_producer == "lookup") else None),
-    Refusal("record-level.expire-time", "set", (COMPACT,), "rows are never expired by age",
-            _is_set("record-level.expire-time")),
-    *(Refusal(key, "set", (EXPIRE_SNAPSHOTS,),
-              "a changelog kept longer than snapshots (decoupled) is not maintained",
-              _present(key))
-      for key in ("changelog.num-retained.min", "changelog.num-retained.max",
-                  "changelog.time-retained")),
-    Refusal("changelog/changelog-N files", "present", (EXPIRE_SNAPSHOTS,),
-            "long-lived changelog files are not maintained"),
-    Refusal("branch/ directory", "present", (REMOVE_ORPHAN_FILES,),
-            "branch snapshots share the table's files and are not read"),
+    Refusal("merge-engine", "first-row with deletion-vectors.enabled=true", (WRITE, COMPACT),
+            "Paimon refuses this schema: first-row never replaces a row, so it has no deletion "
+            "vectors to write (only Paimon's clustering layout, pk-clustering-override, allows "
+            "it)",
+            lambda s, o: "merge-engine=first-row with deletion-vectors.enabled=true"
+            if s.primary_keys and o.merge_engine == "first-row" and o.deletion_vectors_enabled
+            else None),
+    Refusal("tag.callbacks", "set", (TAG_CREATION, EXPIRE_TAGS),
+            "Paimon calls these Java classes on every tag it creates or deletes",
+            _is_set("tag.callbacks")),
+    Refusal("tag.create-success-file", "true", (TAG_CREATION, EXPIRE_TAGS),
+            "the success file Paimon keeps beside each tag is not written or deleted",
+            _is_true("tag.create-success-file")),
 )
 
 

@@ -226,17 +226,3 @@ def test_unreadable_manifest_means_less_is_deleted(catalog):
     assert r.snapshots_deleted == [1, 2, 3, 4]
     assert r.data_files_deleted == 0 and any("snapshot 4" in s for s in r.skipped)
     assert sorted(x["id"] for x in t.read().to_pylist()) == [0, 1, 2, 3, 8]
-
-
-def test_decoupled_changelog_is_refused(catalog):
-    t = make(catalog, 3, **{"changelog.num-retained.max": "100"})
-    before = all_files(t)
-    with pytest.raises(lf.UnsupportedError, match="changelog.num-retained.max"):
-        t.expire_snapshots(retain_min=1, older_than=NOW)
-    t.alter(lf.SchemaChange.remove_option("changelog.num-retained.max"))
-    os.makedirs(os.path.join(t.path, "changelog"))
-    with open(os.path.join(t.path, "changelog", "changelog-1"), "w") as f:
-        f.write("{}")
-    with pytest.raises(lf.UnsupportedError, match="long-lived changelog"):
-        t.expire_snapshots(retain_min=1, older_than=NOW)
-    assert before <= all_files(t) and [s.id for s in t.snapshots()] == [1, 2, 3]

@@ -1,14 +1,17 @@
 """Maintenance that removes what a table no longer needs, and the verbs on snapshots and tags:
-snapshot expiry (`expire`), partition expiry (`partition_expire`), schema-file retention
-(`schema_retention`), orphan-file removal (`orphan_files`), tags (`tags`) and rollback
-(`rollback`). What every one of them must keep is computed once in `references`; deleting with
-the safety margin (`OlderThan`) is `cleanup`.
+snapshot expiry (`expire`), changelog expiry (`changelog_expire`), partition expiry
+(`partition_expire`), schema-file retention (`schema_retention`), orphan-file removal
+(`orphan_files`), tags (`tags`) and rollback (`rollback`). What every one of them must keep is
+computed once in `references`; deleting with the safety margin (`OlderThan`) is `cleanup`.
 
 A new maintenance verb is a module here, exported below and offered by a thin verb on
 `Table`."""
 
 from __future__ import annotations
 
+from lakeformat.operation.maintain.changelog_expire import (
+    expire_changelogs,
+)
 from lakeformat.operation.maintain.cleanup import (
     OlderThan,
     past_cutoff_millis,
@@ -62,6 +65,22 @@ from lakeformat.operation.maintain.schema_retention import (
 from lakeformat.operation.maintain.schema_retention import (
     retention as schema_retention_settings,
 )
+from lakeformat.operation.maintain.tag_auto import (
+    AutoTagResult,
+    check_auto_tags,
+    create_auto_tags,
+)
+from lakeformat.operation.maintain.tag_auto import (
+    after_commit as auto_tags_after_commit,
+)
+from lakeformat.operation.maintain.tag_expire import (
+    expire_tags,
+    expired_tags,
+)
+from lakeformat.operation.maintain.tag_period import (
+    TagAutoOptions,
+    tag_auto_options,
+)
 from lakeformat.operation.maintain.tags import (
     create_tag,
     delete_tag,
@@ -69,6 +88,14 @@ from lakeformat.operation.maintain.tags import (
 )
 
 __all__ = [
+    "AutoTagResult",
+    "TagAutoOptions",
+    "auto_tags_after_commit",
+    "check_auto_tags",
+    "create_auto_tags",
+    "expire_tags",
+    "expired_tags",
+    "tag_auto_options",
     "PARTITION_EXPIRY_OPTIONS",
     "ExpirePlan",
     "ExpireRange",
@@ -82,6 +109,7 @@ __all__ = [
     "compile_formatter",
     "create_tag",
     "delete_tag",
+    "expire_changelogs",
     "expire_partitions",
     "expired_partitions",
     "expire_range",

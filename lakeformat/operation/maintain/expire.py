@@ -13,6 +13,15 @@ ones; at most `snapshot.expire.limit` snapshots go per run. With `[earliest, end
 Index manifests of expired snapshots and the index files they list (HASH files of dynamic-bucket
 tables, deletion-vector files) go too, unless the new earliest snapshot or a tag still uses them.
 
+Decoupled changelog (a `changelog.*` retention above the snapshot one, or `changelog/` already
+holding long-lived changelogs): each expiring snapshot is written as `changelog/changelog-<id>`
+(then `changelog/LATEST`) before its snapshot file goes; step 2 is skipped and its changelog list
+and manifests stay; with `changelog-producer=none` (the changelog is the delta) its base and
+delta lists stay too, and data files written by writers (file source APPEND, or none recorded)
+that a compaction deleted stay for changelog expiry (`changelog_expire`), which then runs under
+the changelog retention, as Java's commit does after snapshot expiry. `consumer.changelog-only`
+(decoupled tables) lets consumers pin only the changelog.
+
 Safer than Java: nothing live in the new earliest snapshot or in any tag is deleted (Java only
 consults the nearest earlier tag), and when a manifest or an index manifest cannot be read less
 is deleted, never more (no index file at all when a kept one cannot be read). The whole
@@ -26,14 +35,24 @@ import time
 from dataclasses import dataclass, field
 
 from lakeformat import clock
-from lakeformat.errors import InvalidOptionError, UnsupportedError
-from lakeformat.layout import CHANGELOG_PREFIX, EARLIEST, TablePaths
+from lakeformat.errors import InvalidOptionError
+from lakeformat.layout import EARLIEST
+from lakeformat.meta.changelog import ChangelogManager, changelog_of
 from lakeformat.meta.consumer import ConsumerManager
-from lakeformat.meta.data_file_meta import FileKind
+from lakeformat.meta.data_file_meta import FileKind, FileSource
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
-from lakeformat.operation.maintain.cleanup import OlderThan, delete_paths, past_cutoff_millis
-from lakeformat.operation.maintain.references import TableReferences, deleted_in
+from lakeformat.operation.maintain.changelog_expire import (
+    ExpireConfig,
+    expire_config,
+    run_changelog_expiry,
+)
+from lakeformat.operation.maintain.cleanup import OlderThan, delete_paths
+from lakeformat.operation.maintain.references import (
+    TableReferences,
+    branch_references,
+    deleted_in,
+)
 from lakeformat.operation.support import EXPIRE_SNAPSHOTS, check_supported
 from lakeformat.options import CoreOptions
 from lakeformat.results import MaintenanceResult
@@ -54,6 +73,9 @@ class ExpirePlan:
     statistics: list[str] = field(default_factory=list)
     snapshot_files: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    #: decoupled changelog: the expiring snapshots outlive themselves as `changelog-<id>`
+    decoupled: bool = False
+    changelogs: list[Snapshot] = field(default_factory=list)  # changelog-<id> files to write
 
 
 def read_snapshots(sm: SnapshotManager, ids: range, cache: dict[int, Snapshot]
@@ -137,14 +159,24 @@ def _first_young(sm: SnapshotManager, lo: int, hi: int, cutoff_ms: int,
 
 
 def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest: int,
-                end: int, cache: dict[int, Snapshot] | None = None) -> ExpirePlan | None:
-    """What expiring `[earliest, end)` deletes; None when `end` no longer exists."""
+                end: int, cache: dict[int, Snapshot] | None = None,
+                decoupled: bool | None = None) -> ExpirePlan | None:
+    """What expiring `[earliest, end)` deletes; None when `end` no longer exists.
+    `decoupled` (default: the table's settings, or changelog files present) keeps the
+    changelog of the expiring snapshots as `changelog-<id>` files."""
     sm = SnapshotManager(file_io, table_path)
     snaps = list(read_snapshots(sm, range(earliest, end + 1), {} if cache is None
                                 else cache).values())
     if not snaps or snaps[-1].id != end:
         return None
     plan = ExpirePlan(earliest, end, [s for s in snaps if s.id != end])
+    plan.decoupled = changelog_decoupled(file_io, table_path, schema) if decoupled is None \
+        else decoupled
+    # with changelog-producer=none a changelog is its snapshot's delta: keep its lists and the
+    # level-0 (APPEND) files it added, which changelog expiry deletes [JAVA SnapshotDeletion]
+    delta_changelog = plan.decoupled and CoreOptions(schema.options).changelog_producer == "none"
+    if plan.decoupled:
+        plan.changelogs = [changelog_of(s) for s in plan.snapshots]
     refs = TableReferences(file_io, table_path, schema)
     tags = TagManager(file_io, table_path).tags()
     keepers = [snaps[-1]] + [t.snapshot for t in tags]
@@ -167,11 +199,13 @@ def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest:
         except Exception as e:
             plan.skipped.append(f"kept data files deleted by snapshot {s.id}: {e}")
             continue
+        if delta_changelog:
+            entries = [e for e in entries if e.file.file_source not in (None, FileSource.APPEND)]
         for e in entries:
             for r in refs.file_refs(e):
                 if r.path not in keep_files:
                     plan.data.setdefault(r.path, r.size)
-    for s in plan.snapshots:
+    for s in [] if plan.decoupled else plan.snapshots:
         try:
             entries = refs.changelog_entries(s)
         except Exception as e:
@@ -187,7 +221,7 @@ def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest:
     per_snapshot: list[tuple[Snapshot, set[str]]] = []
     for s in plan.snapshots:
         try:
-            per_snapshot.append((s, refs.metadata_names(s)))
+            per_snapshot.append((s, _expiring_names(refs, s, plan.decoupled, delta_changelog)))
         except Exception as e:
             plan.skipped.append(f"kept manifests of snapshot {s.id}: {e}")
             per_snapshot.append((s, set()))
@@ -197,8 +231,55 @@ def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest:
             plan.manifests.setdefault(refs.manifest_path(name), sizes.get(name, 0))
         if s.statistics and s.statistics not in keep_meta:
             plan.statistics.append(refs.statistics_path(s.statistics))
+    keep_branch_files(file_io, table_path, schema, plan, "expire-snapshots")
     plan.snapshot_files = [sm.snapshot_path(s.id) for s in plan.snapshots]
     return plan
+
+
+def keep_branch_files(file_io: FileIO, table_path: str, schema: TableSchema, plan: ExpirePlan,
+                      operation: str) -> None:
+    """Take out of the plan every file a branch's snapshot, tag or changelog references
+    (matched by file name, as Java's orphan cleaning matches: names are unique, and a match can
+    only keep a file). A branch that cannot be read raises: nothing is deleted."""
+    scan = branch_references(file_io, table_path, schema, operation)
+    if scan is None:
+        return
+    kept = 0
+    for planned in (plan.data, plan.changelog, plan.index, plan.manifests):
+        for path in [p for p in planned if p.rsplit("/", 1)[-1] in scan.names]:
+            del planned[path]
+            kept += 1
+    stats = [p for p in plan.statistics if p.rsplit("/", 1)[-1] not in scan.names]
+    kept += len(plan.statistics) - len(stats)
+    plan.statistics = stats
+    if kept:
+        holders = sorted({key[1].split(":", 1)[0] for key in scan.read})
+        plan.skipped.append(f"kept {kept} files that branches {holders} still reference")
+
+
+def _expiring_names(refs: TableReferences, s: Snapshot, decoupled: bool,
+                    delta_changelog: bool) -> set[str]:
+    """Names under `manifest/` an expiring snapshot may free: all it names; with a decoupled
+    changelog not its changelog list and manifests (the changelog's now), nor with
+    changelog-producer=none its base and delta lists [JAVA SnapshotDeletion
+    .planManifestsCleaner]."""
+    names = refs.metadata_names(s)
+    if not decoupled:
+        return names
+    if s.changelog_manifest_list:
+        names -= {s.changelog_manifest_list} | {m.file_name for m in refs.changelog_manifests(s)}
+    if delta_changelog:
+        names -= ({s.base_manifest_list, s.delta_manifest_list}
+                  | {m.file_name for m in refs.data_manifests(s)})
+    return names
+
+
+def changelog_decoupled(file_io: FileIO, table_path: str, schema: TableSchema) -> bool:
+    """Expiry keeps a changelog: the table's changelog settings outlive its snapshot ones, or
+    `changelog/` already holds long-lived changelogs (left by such settings since lowered: they
+    stay readable until changelog expiry removes them, where Java would delete what they use)."""
+    return (CoreOptions(schema.options).changelog_lifecycle_decoupled
+            or bool(ChangelogManager(file_io, table_path).changelog_ids()))
 
 
 def _plan_index(refs: TableReferences, keepers: list[Snapshot], plan: ExpirePlan,
@@ -245,51 +326,66 @@ def _prefetch_deltas(refs: TableReferences, snaps: list[Snapshot], plan: ExpireP
         pass
 
 
-def _refuse_decoupled_changelog(file_io: FileIO, table_path: str, schema: TableSchema) -> None:
-    """Paimon keeps a decoupled changelog (`changelog/changelog-N`) alive past its snapshots;
-    lakeformat does not maintain one, so it refuses rather than delete files it still needs."""
-    check_supported(schema, EXPIRE_SNAPSHOTS, table_path)
-    folder = TablePaths(file_io, table_path).changelog_dir
-    if any(st.path.rsplit("/", 1)[-1].startswith(CHANGELOG_PREFIX)
-           for st in file_io.list_status(folder)):
-        raise UnsupportedError(f"{folder} holds long-lived changelog files; lakeformat's expiry "
-                               "does not maintain them")
+class _NoConsumers:
+    """`consumer.changelog-only`: consumers pin the changelog, not the snapshots."""
+
+    def min_next_snapshot(self) -> None:
+        return None
 
 
 def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
                      retain_min: int | None = None, retain_max: int | None = None,
                      older_than: OlderThan = None, max_deletes: int | None = None,
                      dry_run: bool = False) -> MaintenanceResult:
+    """Snapshot expiry, then — when the changelog is decoupled — changelog expiry, as Java's
+    commit-time expiry runs them (`AbstractFileStoreTable.newExpireRunnable`)."""
     start = time.monotonic()
-    opts = CoreOptions(schema.options)
-    retain_min = opts.snapshot_num_retained_min if retain_min is None else int(retain_min)
-    retain_max = opts.snapshot_num_retained_max if retain_max is None else int(retain_max)
-    max_deletes = opts.snapshot_expire_limit if max_deletes is None else int(max_deletes)
-    cutoff = past_cutoff_millis(older_than, opts.snapshot_time_retained, clock.now_millis(),
-                                "a snapshot committed right now would count as expired")
+    opts = check_supported(schema, EXPIRE_SNAPSHOTS, table_path)
+    cfg = expire_config(opts, retain_min, retain_max, older_than, max_deletes,
+                        clock.now_millis())
     result = MaintenanceResult(table_name, "expire-snapshots", dry_run=dry_run)
-    _refuse_decoupled_changelog(file_io, table_path, schema)
+    result.expire_limit = cfg.max_deletes
+    decoupled = cfg.decoupled or bool(ChangelogManager(file_io, table_path).changelog_ids())
     sm = SnapshotManager(file_io, table_path)
     cache: dict[int, Snapshot] = {}
-    result.expire_limit = max_deletes
-    span = expire_range(sm, ConsumerManager(file_io, table_path), retain_min, retain_max,
-                        cutoff, max_deletes, cache)
+    plan = _expire(file_io, table_path, schema, cfg, decoupled, result, dry_run, sm, cache)
+    if decoupled:
+        pending = {c.id: c for c in plan.changelogs} if dry_run and plan is not None else None
+
+        def earliest() -> Snapshot | None:
+            if dry_run and plan is not None and plan.end in cache:
+                return cache[plan.end]
+            sid = sm.earliest_snapshot_id()
+            return None if sid is None else sm.snapshot(sid)
+
+        run_changelog_expiry(file_io, table_path, schema, cfg, result, dry_run, pending,
+                             earliest)
+    result.duration_s = round(time.monotonic() - start, 3)
+    return result
+
+
+def _expire(file_io: FileIO, table_path: str, schema: TableSchema, cfg: ExpireConfig,
+            decoupled: bool, result: MaintenanceResult, dry_run: bool, sm: SnapshotManager,
+            cache: dict[int, Snapshot]) -> ExpirePlan | None:
+    consumers = _NoConsumers() if cfg.consumer_changelog_only \
+        else ConsumerManager(file_io, table_path)
+    span = expire_range(sm, consumers, cfg.snapshot_retain_min,  # type: ignore[arg-type]
+                        cfg.snapshot_retain_max, cfg.snapshot_cutoff_ms, cfg.max_deletes, cache)
     if span is None:
-        result.duration_s = round(time.monotonic() - start, 3)
-        return result
+        return None
     earliest, end = span.earliest, span.end
     result.snapshots_remaining_eligible = span.remaining_eligible
     result.earliest_snapshot = earliest
     result.latest_snapshot = sm.latest_snapshot_id()
-    plan = plan_expire(file_io, table_path, schema, earliest, end, cache) \
+    plan = plan_expire(file_io, table_path, schema, earliest, end, cache, decoupled) \
         if end > earliest else None
     if plan is None:
         if not dry_run and end <= earliest and not file_io.exists(
                 sm.paths.snapshot_hint(EARLIEST)):
             sm.commit_earliest_hint(earliest)
-        result.duration_s = round(time.monotonic() - start, 3)
-        return result
+        return None
     result.snapshots_deleted = [s.id for s in plan.snapshots]
+    result.changelogs_written = [c.id for c in plan.changelogs]
     result.data_files_deleted = len(plan.data)
     result.changelog_files_deleted = len(plan.changelog)
     result.manifest_files_deleted = len(plan.manifests)
@@ -303,12 +399,17 @@ def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, tabl
     if not dry_run:
         failed: list[str] = []
         for batch in (list(plan.data), list(plan.changelog), list(plan.index),
-                      list(plan.manifests), plan.statistics, plan.snapshot_files):
+                      list(plan.manifests), plan.statistics):
             failed += delete_paths(file_io, batch)
+        if plan.changelogs:  # each snapshot outlives itself as changelog-<id> before it goes
+            manager = ChangelogManager(file_io, table_path)
+            for c in plan.changelogs:
+                manager.commit(c)
+            manager.commit_latest_hint(plan.changelogs[-1].id)
+        failed += delete_paths(file_io, plan.snapshot_files)
         sm.commit_earliest_hint(end)
         if failed:
             result.skipped.append(f"{len(failed)} files could not be deleted: {failed[:5]}")
             not_deleted = set(failed)
             result.deleted = [p for p in result.deleted if p not in not_deleted]
-    result.duration_s = round(time.monotonic() - start, 3)
-    return result
+    return plan

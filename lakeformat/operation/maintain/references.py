@@ -15,8 +15,9 @@ from threading import Lock
 import numpy as np
 
 from lakeformat.errors import CleanupAbortedError
-from lakeformat.layout import CHANGELOG_PREFIX, TablePaths, numbered_id
+from lakeformat.layout import CHANGELOG_PREFIX, SNAPSHOT_PREFIX, TAG_PREFIX, TablePaths, numbered_id
 from lakeformat.meta.binary_row import from_avro_bytes
+from lakeformat.meta.branch import BranchManager
 from lakeformat.meta.data_file_meta import FileKind, ManifestEntry, ManifestFileMeta
 from lakeformat.meta.index_manifest import IndexManifestFile
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
@@ -181,10 +182,14 @@ class ReferenceScan:
     covers commits made while the scan ran. Any failure raises naming what could not be read.
     """
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, operation: str):
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, operation: str,
+                 main: bool = True):
         self.file_io = file_io
         self.table_path = table_path
         self.operation = operation
+        #: False: only the branches' snapshots, tags and changelogs (`branch_references`)
+        self.main = main
+        self.branches = BranchManager(file_io, table_path)
         self.refs = TableReferences(file_io, table_path, schema)
         self.snapshots = SnapshotManager(file_io, table_path)
         self.tags = TagManager(file_io, table_path)
@@ -221,6 +226,25 @@ class ReferenceScan:
             base = st.path.rsplit("/", 1)[-1]
             if numbered_id(base, CHANGELOG_PREFIX) is not None:
                 out.append((("changelog", base), st.path))
+        return (out if self.main else []) + self._branch_listing()
+
+    def _branch_listing(self) -> list[tuple[tuple[str, str], str]]:
+        """Every branch's snapshots, tags and changelogs, keyed `("branch", "<name>:<file>")`:
+        a branch's data files and manifests live in the table's directories (Java's
+        `OrphanFilesClean` gathers used files over every branch)."""
+        io = self.file_io
+        out: list[tuple[tuple[str, str], str]] = []
+        for name in self.branches.names():
+            snapshots = self.branches.snapshots(name)
+            out += [(("branch", f"{name}:{SNAPSHOT_PREFIX}{sid}"), snapshots.snapshot_path(sid))
+                    for sid in snapshots.snapshot_ids()]
+            tags = self.branches.tags(name)
+            out += [(("branch", f"{name}:{TAG_PREFIX}{tag}"), tags.tag_path(tag))
+                    for tag in tags.names()]
+            for st in io.list_status(self.branches.paths(name).changelog_dir):
+                base = st.path.rsplit("/", 1)[-1]
+                if numbered_id(base, CHANGELOG_PREFIX) is not None:
+                    out.append((("branch", f"{name}:{base}"), st.path))
         return out
 
     def refresh(self) -> int:
@@ -228,7 +252,7 @@ class ReferenceScan:
         try:
             listing = self._listing()
         except Exception as e:
-            raise self._fail("the snapshot, tag and changelog directories", e) from e
+            raise self._fail("the snapshot, tag, changelog and branch directories", e) from e
         new = 0
         for key, path in listing:
             if key in self.read:
@@ -256,11 +280,14 @@ class ReferenceScan:
         refs = self.refs
         self.schema_ids.add(snap.schema_id)
         self.holders.setdefault(snap.schema_id, key)
-        self.names.update(refs.metadata_names(snap))
-        self.names.update(p.rsplit("/", 1)[-1] for p in refs.index_files(snap.index_manifest))
-        if snap.statistics:
-            self.names.add(snap.statistics)
-        data, changelog = refs.data_manifests(snap), refs.changelog_manifests(snap)
+        if key[0] == "changelog":
+            data, changelog = self._changelog_refs(snap)
+        else:
+            self.names.update(refs.metadata_names(snap))
+            self.names.update(p.rsplit("/", 1)[-1] for p in refs.index_files(snap.index_manifest))
+            if snap.statistics:
+                self.names.add(snap.statistics)
+            data, changelog = refs.data_manifests(snap), refs.changelog_manifests(snap)
         self.manifests_of[key] = ([m.file_name for m in data], [m.file_name for m in changelog])
         todo = [m for m in data + changelog if m.file_name not in self._manifests_done]
         refs.prefetch(todo)
@@ -273,6 +300,37 @@ class ReferenceScan:
             self._manifest_schemas[m.file_name] = ids
             self.schema_ids.update(ids.tolist())
             self._manifests_done.add(m.file_name)
+
+    def _changelog_refs(self, snap: Snapshot) -> tuple[list[ManifestFileMeta],
+                                                       list[ManifestFileMeta]]:
+        """A long-lived changelog names what its snapshot named, but snapshot expiry removed
+        part of it as Java does (the base and delta lists when a changelog list carries the
+        changelog; the index manifest; the statistics): the lists that still exist and what
+        they list are referenced, a missing list is not an error. A manifest missing from an
+        existing list still is."""
+        refs = self.refs
+        found: dict[str, list[ManifestFileMeta]] = {}
+        for name in (snap.base_manifest_list, snap.delta_manifest_list,
+                     snap.changelog_manifest_list):
+            if name:
+                try:
+                    found[name] = refs.read_list(name)
+                except FileNotFoundError:
+                    continue
+                self.names.add(name)
+        if snap.index_manifest:
+            try:
+                files = refs.index_files(snap.index_manifest)
+                self.names.add(snap.index_manifest)
+                self.names.update(p.rsplit("/", 1)[-1] for p in files)
+            except FileNotFoundError:
+                pass
+        if snap.statistics:
+            self.names.add(snap.statistics)
+        data = found.get(snap.base_manifest_list, []) + found.get(snap.delta_manifest_list, [])
+        changelog = found.get(snap.changelog_manifest_list or "", [])
+        self.names.update(m.file_name for m in data + changelog)
+        return data, changelog
 
     def holders_listing(self, schema_id: int) -> list[tuple[str, str]]:
         """The snapshots, tags and changelogs read whose manifests list a file (added or
@@ -346,4 +404,31 @@ class ReferenceScan:
 
 def _holder_text(key: tuple[str, str]) -> str:
     kind, name = key
+    if kind == "branch":
+        branch, _, file = name.partition(":")
+        return f"{file} of branch {branch!r}"
     return f"tag {name!r}" if kind == "tag" else f"{kind} {name}"
+
+
+def branch_references(file_io: FileIO, table_path: str, schema: TableSchema, operation: str
+                      ) -> ReferenceScan | None:
+    """What the snapshots, tags and changelogs of every branch reference (`names`: lists,
+    manifests, index manifests and files, statistics, data, changelog and extra files, all in
+    the table's own directories; `schema_ids`), or None when the table has no branch.
+
+    Java's snapshot expiry and tag deletion do not look at branches (only its orphan-file
+    cleaning does), so a branch made from a tag loses its files once that tag is deleted and
+    its snapshot expires; here the cleanup of the main branch keeps them. A branch that cannot
+    be read raises `CleanupAbortedError` naming the branch and the file: deleting anything
+    then could delete what it needs.
+    """
+    try:
+        names = BranchManager(file_io, table_path).names()
+    except Exception as e:
+        raise CleanupAbortedError(f"{operation} of {table_path} aborted, nothing deleted: "
+                                  f"cannot list its branches: {e}") from e
+    if not names:
+        return None
+    scan = ReferenceScan(file_io, table_path, schema, operation, main=False)
+    scan.scan_until_stable()
+    return scan

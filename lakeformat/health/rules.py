@@ -172,6 +172,10 @@ def rule_compaction(due: Due) -> None:
                            f"{human_size(o.compaction_file_size_of(False))}, "
                            f"{len(t.files)} picked >= {MIN_FILES} {o.compaction_min_file_num}"
                            f" ({size})")
+        elif t.reason == "postpone":
+            reasons.append(f"{where} holds {len(t.files)} postpone files, "
+                           f"{sum(x.row_count for x in t.files)} records readers do not see "
+                           f"until a compaction assigns them to buckets ({size})")
         elif runs >= urgent_at and runs >= trigger:
             urgent = True
             reasons.append(f"{where} has {runs} sorted runs >= {STOP} {stop} - 1: writers "

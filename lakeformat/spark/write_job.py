@@ -102,6 +102,11 @@ class SparkWriteJob(WriteJob):
         """Check (or merge) the schema and read the base; no unit exists before execute."""
         self._start = time.monotonic()
         self.units = []
+        if self.writer.postpone:
+            raise UnsupportedError(
+                f"{self.table_path}: postpone-bucket (bucket=-2) tables are not written through "
+                "Spark yet (each partition's bucket count is planned from the whole batch); "
+                "write with the library (engine='local')")
         if self.writer.dynamic:
             raise UnsupportedError(
                 f"{self.table_path}: dynamic-bucket (bucket=-1) primary-key tables are not "

@@ -311,10 +311,12 @@ class FileStoreCommit:
         partitions = {e.partition for e in entries}
         live = [e for e in live if e.partition in partitions]
         if kind != "OVERWRITE":
-            buckets = {e.partition: e.total_buckets for e in live}
+            # postpone files (total -2) have no bucket count [JAVA ConflictDetection]
+            buckets = {e.partition: e.total_buckets for e in live if e.total_buckets > 0}
             for e in entries:
                 had = buckets.get(e.partition)
-                if e.kind == ADD and had is not None and had != e.total_buckets:
+                if e.kind == ADD and had is not None and had != e.total_buckets \
+                        and e.total_buckets > 0:
                     raise CommitConflictError(
                         f"total buckets of a partition of {self.table_path} changed from {had} "
                         f"to {e.total_buckets} without overwrite")
@@ -572,7 +574,8 @@ def check_compaction_ties(live: Sequence[ManifestEntry], messages: Sequence[Comm
     file that is not one of its inputs) whose sequence range overlaps the inputs' could hold a
     record tied with one the compaction merged; the tie would then be broken differently than
     before (level 0 wins over the output level), so the compaction must be redone."""
-    wanted = {(m.partition, m.bucket) for m in messages if m.deleted_files}
+    # postpone files (bucket -2) are not numbered: no tie to break there
+    wanted = {(m.partition, m.bucket) for m in messages if m.deleted_files and m.bucket >= 0}
     level0: dict[tuple[bytes, int], list[DataFileMeta]] = {}
     for e in live:
         if e.file.level == 0 and (e.partition, e.bucket) in wanted:

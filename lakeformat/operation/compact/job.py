@@ -37,6 +37,8 @@ from lakeformat.errors import (
 )
 from lakeformat.meta.binary_row import from_avro_bytes
 from lakeformat.operation.commit import DataJob
+from lakeformat.operation.compact.lookup import waits_for_lookup
+from lakeformat.operation.compact.postpone import compact_postpone
 from lakeformat.operation.compact.task import (
     CompactOutcome,
     CompactTask,
@@ -48,9 +50,10 @@ from lakeformat.operation.compact.task import (
     plan_compaction,
     remove_outputs,
 )
+from lakeformat.operation.postpone import POSTPONE_BUCKET
 from lakeformat.operation.runner import Runner
 from lakeformat.operation.scan import PartitionPredicate
-from lakeformat.options import CoreOptions, parse_bool
+from lakeformat.options import CoreOptions
 from lakeformat.results import CommitResult, CompactResult, CompactStats
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
@@ -194,7 +197,10 @@ class CompactJob(DataJob[list[CompactTask], CompactOutcome, CompactResult]):
 
     # -- the whole job -------------------------------------------------------------------------
     def run(self) -> CompactResult:
-        """plan, then execute and commit each group in turn."""
+        """plan, then execute and commit each group in turn (a postpone-bucket table: its
+        own compaction, `compact.postpone`)."""
+        if self.schema.primary_keys and self.options.bucket == POSTPONE_BUCKET:
+            return compact_postpone(self)
         start = time.monotonic()
         groups = self.plan()
         keys = self.schema.partition_keys
@@ -230,15 +236,15 @@ def compact_after_write(file_io: FileIO, table_path: str, schema: TableSchema, t
                         result: CommitResult, partitions: set[bytes] | None,
                         stacklevel: int = 2) -> CommitResult:
     """A lookup table's writer compacts its level-0 files before it returns, as Java's does
-    (`changelog-producer.lookup-wait`, default true; never with `write-only`): a
+    (`lookup-wait` / `changelog-producer.lookup-wait`, default true; never with
+    `write-only`; first-row tables too, whatever their producer): a
     deletion-vector table shows written rows once compacted, and the lookup changelog comes
     with each write. `partitions`: those written (None: every partition). The compaction's
     snapshots are reported with the write's; one that cannot commit leaves the write landed
     (with a warning) and is left to the next compaction. Any other table: `result` as is."""
     opts = CoreOptions(schema.options)
-    if (result.snapshot_id is None or not schema.primary_keys or not opts.lookup_merge
-            or not parse_bool(opts.raw, "changelog-producer.lookup-wait", True)
-            or parse_bool(opts.raw, "write-only", False)):
+    if result.snapshot_id is None or not schema.primary_keys or not waits_for_lookup(opts) \
+            or opts.bucket == POSTPONE_BUCKET:  # Java's postpone writers never compact
         return result
     pred = None
     if partitions is not None:

@@ -15,7 +15,7 @@ by `compact.append` (nothing to merge); its tasks take the same path otherwise.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,12 +25,15 @@ from lakeformat.data.file_read import format_of
 from lakeformat.data.kv_read import verify_data_file
 from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
 from lakeformat.merge import merge_engine
+from lakeformat import clock
 from lakeformat.mergetree import (
     BUDGET_COPIES,
     KeyComparator,
     Levels,
     MergeTreeReader,
+    RecordLevelExpire,
     UniversalCompaction,
+    check_record_level_expire,
     dedup_columns,
     interval_partition,
     pick_full_compaction,
@@ -46,10 +49,12 @@ from lakeformat.operation.compact.lookup import (
     bucket_vectors,
     lookup_runs,
     merge_positions,
+    needs_lookup,
     pick_lookup_unit,
     runs_meeting,
 )
 from lakeformat.operation.paths import PathFactory
+from lakeformat.operation.postpone import POSTPONE_BUCKET
 from lakeformat.operation.runner import Runner, captured, default_runner, split_failures
 from lakeformat.operation.scan import FileStoreScan, PartitionPredicate
 from lakeformat.operation.support import COMPACT, check_supported
@@ -84,6 +89,8 @@ class CompactTask:
     index_base: str | None = None  # the planned snapshot's index manifest
     #: which pick chose the files (`CompactUnit.reason`; "small-files" for an append table)
     reason: str = field(default="", compare=False)
+    #: record-level expiry: "now" of the plan in epoch seconds (None: the table expires none)
+    expire_now: int | None = None
 
     @property
     def deletions_seen(self) -> dict[str, tuple[str, int] | None]:
@@ -109,6 +116,7 @@ def check_compactable(schema: TableSchema, table_path: str) -> CoreOptions:
     opts = check_supported(schema, COMPACT, table_path)
     if schema.primary_keys:
         merge_engine(schema)  # checks the merge options
+        check_record_level_expire(schema, opts.raw)
     _ = (opts.compaction_min_file_num, opts.split_open_file_cost)
     _ = (opts.num_levels, opts.compaction_max_size_amplification_percent,
          opts.compaction_size_ratio, opts.compaction_file_size,
@@ -148,17 +156,23 @@ def _plan_tasks(file_io: FileIO, table_path: str, schema: TableSchema, opts: Cor
     scan = FileStoreScan(file_io, table_path, schema)
     entries = scan.live_entries(latest, partition_filter)
     dvs = scan.deletion_files(latest) if entries else {}
+    expire = RecordLevelExpire.of(schema, opts.raw, clock.now_millis() // 1000)
     return plan_from_entries(schema, opts, entries, dvs, full, partition_idle_before,
-                             latest.index_manifest if latest else None)
+                             latest.index_manifest if latest else None, expire,
+                             _schemas(schema, SchemaManager(file_io, table_path)))
 
 
 def plan_from_entries(schema: TableSchema, opts: CoreOptions, entries: Sequence[ManifestEntry],
                       dvs: dict[tuple[bytes, int], dict[str, DeletionFile]], full: bool,
                       partition_idle_before: int | None = None,
-                      index_base: str | None = None) -> list[CompactTask]:
+                      index_base: str | None = None, expire: RecordLevelExpire | None = None,
+                      schema_of: Callable[[int], TableSchema] | None = None
+                      ) -> list[CompactTask]:
     """The picks of compaction over live `entries` already read (and the deletion vectors of
     their snapshot): what `plan_compaction` plans, for a caller that holds the metadata (table
-    health asks it which buckets are due). Pure: reads nothing."""
+    health asks it which buckets are due). Pure: reads nothing (but `schema_of`, the schema
+    of a file's schema id, which `expire` asks of files written with an older schema).
+    `expire`: the table's record-level expiry, as of the plan's "now"."""
     buckets: dict[tuple[bytes, int], list] = {}
     newest: dict[bytes, int] = {}
     for e in entries:
@@ -171,20 +185,31 @@ def plan_from_entries(schema: TableSchema, opts: CoreOptions, entries: Sequence[
     cmp = KeyComparator([f.type for f in schema.key_fields()])
     universal = None if full else UniversalCompaction(opts)
     changelog = opts.changelog_producer == "full-compaction"
-    lookup = opts.lookup_merge
+    lookup = needs_lookup(opts)
+    expired = None
+    if expire is not None:
+        of = schema_of or (lambda sid: schema)
+        expired = lambda f: expire.is_expired_file(f, of)  # noqa: E731
     tasks = []
     for (partition, bucket), group in sorted(buckets.items(), key=lambda kv: kv[0]):
         if partition_idle_before is not None and newest[partition] >= partition_idle_before:
             continue
         files = [e.file for e in group]
+        if bucket == POSTPONE_BUCKET:  # assigned to buckets by `compact.postpone`, never merged
+            tasks.append(CompactTask(partition, tuple(from_avro_bytes(partition, part_types)),
+                                     bucket, group[0].total_buckets, tuple(files), 0, 0, False,
+                                     False, len(files), len(files), 0, reason="postpone"))
+            continue
         levels = Levels(files, opts.num_levels, cmp)
         runs = levels.sorted_runs()
         bucket_dvs = dvs.get((partition, bucket), {})
         if lookup or bucket_dvs:
             unit = pick_lookup_unit(levels, full, universal,
-                                    opts.compaction_force_rewrite_all_files, bool(bucket_dvs))
+                                    opts.compaction_force_rewrite_all_files, bool(bucket_dvs),
+                                    expired)
         elif full:
-            unit = pick_full_compaction(levels, opts.compaction_force_rewrite_all_files)
+            unit = pick_full_compaction(levels, opts.compaction_force_rewrite_all_files,
+                                        expired)
         else:
             unit = universal.pick(levels.num_levels, runs)  # type: ignore[union-attr]
         if unit is not None and not full and (not unit.files or (
@@ -207,8 +232,14 @@ def plan_from_entries(schema: TableSchema, opts: CoreOptions, entries: Sequence[
             changelog and unit.output_level == levels.max_level, len(runs), in_unit,
             0, lookup_runs=above,
             lookup_changelog=opts.changelog_producer == "lookup", index_base=index_base,
-            reason=unit.reason), dvs))
+            reason=unit.reason, expire_now=None if expire is None else expire.now_seconds),
+            dvs))
     return tasks
+
+
+def _schemas(schema: TableSchema, manager: SchemaManager) -> Callable[[int], TableSchema]:
+    """The schema of a schema id (the table's own without a read)."""
+    return lambda sid: schema if sid == schema.id else manager.schema(sid)
 
 
 def _with_deletions(task: CompactTask, dvs: dict[tuple[bytes, int], dict[str, DeletionFile]]
@@ -313,12 +344,15 @@ class _BucketCompaction:
         self.ex = ex
         self.task = task
         self.bucket_dir = ex.paths.bucket_dir(task.partition_values, task.bucket)
+        self.expire = None if task.expire_now is None else RecordLevelExpire.of(
+            ex.schema, ex.options.raw, task.expire_now)
         self.reader = MergeTreeReader(
             ex.file_io, ex.schema, ex.schema_manager,
             lambda meta: ex.paths.data_file(task.partition_values, task.bucket, meta),
             ex.options.file_format, task.memory_budget,
             deleted_of=DeletedRows(ex.file_io, task.deletion_files)
-            if task.deletion_files else None, lookup=ex.options.lookup_merge)
+            if task.deletion_files else None, lookup=needs_lookup(ex.options),
+            row_filter=self.expire.filter if self.expire is not None else None)
         self.replaced: dict[str, np.ndarray] = {}  # rows of files above the output, replaced
         self.before: list[DataFileMeta] = []
         self.after: list[DataFileMeta] = []
@@ -361,7 +395,11 @@ class _BucketCompaction:
         task = self.task
         top = task.output_level == task.max_level
         has_deletes = f.delete_row_count is None or f.delete_row_count > 0
-        if (top and has_deletes) or self.ex.options.compaction_force_rewrite_all_files:
+        # a file holding expired records is rewritten without them [JAVA MergeTreeCompactTask]
+        expired = self.expire is not None and self.expire.is_expired_file(
+            f, _schemas(self.ex.schema, self.ex.schema_manager))
+        if (top and has_deletes) or self.ex.options.compaction_force_rewrite_all_files \
+                or expired:
             self._rewrite_sections([[[f]]])
             return
         if f.level == task.output_level:

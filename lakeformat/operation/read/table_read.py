@@ -34,6 +34,7 @@ from lakeformat.expressions import (
     partition_predicate,
     to_expression,
 )
+from lakeformat.layout import POSTPONE_BUCKET
 from lakeformat.merge import merge_engine
 from lakeformat.mergetree import KeyComparator, MergeTreeReader, interval_partition
 from lakeformat.meta.deletion_vector import DeletedRows
@@ -91,6 +92,9 @@ class TableRead:
         output = arrow_schema([self.schema.field(c) for c in wanted], with_id=False)
         scan = FileStoreScan(self.file_io, self.table_path, self.schema)
         splits = scan.splits(snapshot, partition_predicate(filter, self.schema.partition_keys))
+        # a batch read sees real buckets only: postpone files show once a compaction assigned
+        # them to buckets [JAVA AbstractBatchTableScan onlyReadRealBuckets]
+        splits = [s for s in splits if s.bucket != POSTPONE_BUCKET]
         if self.schema.primary_keys and self.options.deletion_vectors_enabled \
                 and not self.options.deletion_vectors_merge_on_read:
             splits = [_without_level_0(s) for s in splits]

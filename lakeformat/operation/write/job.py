@@ -149,6 +149,7 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
         self.overwrite = overwrite
         self.merge_schema_options = merge_schema_options
         self.writer = TableWrite(file_io, table_path, schema)
+        self.writer.input_changelog &= not overwrite  # an overwrite commits no changelog
         opts = self.writer.options  # commit options are checked before anything is written
         _ = (opts.commit_max_retries, opts.commit_min_retry_wait, opts.commit_max_retry_wait,
              opts.commit_timeout)
@@ -156,6 +157,7 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
         #: a lookup table's level-0 files are compacted once the write landed (`commit`)
         self.compact_lookup = compact_lookup
         self.open_committer(properties=self.operation_properties())
+        self.writer.commit_user = self.commit_user  # names a postpone writer's files
         self.units: list[WriteUnit] = []
         self.messages: list[CommitMessage] = []
         self.base: SequenceBase | None = None
@@ -182,13 +184,16 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
         # an append table has no keys for a later record to win: no renumbering
         self.base = None if not self.schema.primary_keys else SequenceBase(
             snapshot_identity(latest),
-            {(u.partition, u.bucket): u.max_sequence_number for u in self.units})
+            {(u.partition, u.bucket): u.max_sequence_number for u in self.units
+             if u.bucket >= 0})  # postpone files carry no sequence number to guard
         return self.units
 
     def use_schema(self, schema: TableSchema) -> None:
         """Write and commit with `schema` from now on (a merge-schema write evolved the
         table in its plan step)."""
         self.writer = TableWrite(self.file_io, self.table_path, schema)
+        self.writer.commit_user = self.commit_user
+        self.writer.input_changelog &= not self.overwrite
         self.open_committer(schema, self.operation_properties())
 
     # -- execute -------------------------------------------------------------------------------
@@ -327,6 +332,7 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
     def _commit_once(self) -> Snapshot | None:
         watch = NOT_WATCHED if self.commit_identifier is None else self.base_id
         if self.overwrite:
+            self._drop_changelog()
             parts = sorted({u.partition for u in self.units})
             return self.committer.commit(self.messages, overwrite_partitions=parts,
                                          overwrite_all=not self.schema.partition_keys,
@@ -336,6 +342,16 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
         return self.committer.commit(self.messages, sequence_base=self.base,
                                      other_runs_after=watch, index_added=self.index_entries,
                                      index_base=self.writer.index_base)
+
+    def _drop_changelog(self) -> None:
+        """An overwrite commits no changelog, as Java's `overwritePartition` ignores it:
+        changelog files its units wrote anyway (a Spark task's) are deleted, not committed."""
+        written = [m for m in self.messages if m.changelog_files]
+        if not written:
+            return
+        self.writer.remove_files([dataclasses.replace(m, new_files=[]) for m in written],
+                                 self.units)
+        self.messages = [dataclasses.replace(m, changelog_files=[]) for m in self.messages]
 
     def _fresh(self, conflict: SequenceConflict) -> SequenceConflict:
         """The conflict as of the latest snapshot now, over EVERY bucket of the job: others

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -42,15 +43,21 @@ from lakeformat.merge.sort import (
 )
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids, hash_rows
+from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile
 from lakeformat.meta.snapshot import Snapshot
+from lakeformat.mergetree import check_record_level_expire
 from lakeformat.operation.commit import CommitMessage
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.operation.support import WRITE, check_supported
-from lakeformat.operation.write import cross_partition
+from lakeformat.operation.write import cross_partition, postpone
 from lakeformat.operation.write.conform_input import conform
 from lakeformat.operation.write.dynamic_bucket import PartitionHashes, load_partition
+from lakeformat.operation.write.input_changelog import (
+    changelog_file_options,
+    writes_input_changelog,
+)
 from lakeformat.operation.write.dynamic_bucket import assign as assign_buckets
 from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
@@ -149,6 +156,11 @@ class TableWrite:
         self.unaware = self.append and self.options.bucket == -1
         self.engine = None if self.append else merge_engine(schema)
         self.dynamic = not self.append and self.options.bucket == -1
+        #: a postpone-bucket table (`bucket = -2`): units planned by `write.postpone`
+        self.postpone = not self.append and postpone.is_postpone(self.options)
+        #: a postpone writer's commit user (its job sets it) and writer id, in its file names
+        self.commit_user: str | None = None
+        self._writer_id = postpone.new_writer_id()
         #: cross-partition upsert: keys routed by a key index bootstrapped from the data
         self.cross = self.dynamic and cross_partition.is_cross_partition(schema)
         if self.cross:
@@ -158,6 +170,10 @@ class TableWrite:
         self.index_base: str | None = None
         self.index_state: dict[bytes, PartitionHashes] = {}
         self.ctx = MergeContext.of(schema)
+        #: changelog-producer=input: every flush also writes its records as changelog
+        #: (`input_changelog`); a job that commits no changelog (an overwrite) turns it off
+        self.input_changelog = writes_input_changelog(schema, self.options)
+        self.changelog_options = changelog_file_options(self.options)
         self.paths = PathFactory(file_io, table_path, schema)
         self.keys = list(schema.trimmed_primary_keys)
         self.partition_fields = schema.partition_fields()
@@ -174,6 +190,7 @@ class TableWrite:
 
     def _check_writable(self) -> None:
         check_supported(self.schema, WRITE, self.table_path)
+        check_record_level_expire(self.schema, self.schema.options)  # Java's writer checks it
 
     # -- plan ----------------------------------------------------------------------------------
     def plan(self, data: pa.Table, kinds: np.ndarray | None, latest: Snapshot | None,
@@ -184,6 +201,10 @@ class TableWrite:
         are a delete by key (a cross-partition table sends each to its key's partition)."""
         rows, buckets, part_codes, part_rows = self._route_rows(data, kinds, latest, overwrite,
                                                                 by_key)
+        if self.postpone:
+            return [WriteUnit(p, values, b, total, rows, seq, index=at)
+                    for p, values, b, total, seq, at in postpone.plan_postpone(
+                        self, rows, part_codes, part_rows, latest, overwrite)]
         state = self.bucket_state(latest)
         num_buckets = self.options.bucket
         stride = max(num_buckets, int(buckets.max(initial=0)) + 1)  # dynamic: assigned ids
@@ -246,7 +267,7 @@ class TableWrite:
         the partition values of each code (whole-column work; a Spark job shuffles by
         these)."""
         part_codes, part_rows = self._partition_codes(rows)
-        if self.unaware:
+        if self.unaware or self.postpone:  # a postpone table's buckets are planned per partition
             return np.zeros(rows.num_rows, dtype=np.int32), part_codes, part_rows
         bucket_cols = [rows[k] for k in self.schema.bucket_keys]
         bucket_types = [self.schema.field(k).type for k in self.schema.bucket_keys]
@@ -407,6 +428,8 @@ class TableWrite:
         """Pure function of a unit: write its files, return what to commit."""
         if self.engine is None:
             return self._execute_append(unit)
+        if unit.bucket == postpone.POSTPONE_BUCKET:
+            return postpone.execute_postpone(self, unit)
         # Rows are sorted by key (stable: a key's records keep arrival order) and numbered in
         # that order. Sequence numbers are only ever compared within a key, where this is
         # arrival order; ascending numbers also encode smaller and faster than a permutation.
@@ -432,13 +455,30 @@ class TableWrite:
         if self.ctx.sequence_fields:  # rows are key-sorted in arrival order; refine the ties
             kv = sort_for_merge(kv, self.keys, self.ctx.sequence_fields,
                                 self.ctx.sequence_ascending)
+        raw = kv  # the flush's records, sorted and unmerged: an input changelog's rows
         kv = self.engine.merge_sorted(kv, groups=groups)  # groups: by key, whatever the ties
         writer = KeyValueFileWriter(self.file_io,
                                     self.paths.bucket_dir(unit.partition_values, unit.bucket),
                                     self.schema, self.options, pending=self.pending,
                                     encodings=self._encodings.setdefault(unit.partition, {}))
         files = writer.write(kv)
-        return CommitMessage(unit.partition, unit.bucket, unit.total_buckets, new_files=files)
+        changelog = self.write_changelog(unit, raw) if self.input_changelog else []
+        return CommitMessage(unit.partition, unit.bucket, unit.total_buckets, new_files=files,
+                             changelog_files=changelog)
+
+    def write_changelog(self, unit: WriteUnit, records: pa.Table) -> list[DataFileMeta]:
+        """`records` (key-value rows of the unit's bucket, in file order) as changelog files
+        of the bucket (`input_changelog`)."""
+        writer = KeyValueFileWriter(self.file_io,
+                                    self.paths.bucket_dir(unit.partition_values, unit.bucket),
+                                    self.schema, self.changelog_options, pending=self.pending)
+        return writer.write(records)
+
+    def postpone_identity(self) -> tuple[str, int]:
+        """(commit user, writer id) that name this writer's postpone files."""
+        if self.commit_user is None:
+            self.commit_user = str(uuid.uuid4())
+        return self.commit_user, self._writer_id
 
     def _execute_append(self, unit: WriteUnit) -> CommitMessage:
         """An append table's rows as they came, numbered after the unit's start."""
@@ -456,6 +496,6 @@ class TableWrite:
         """Delete files of a job that will not be committed (best effort)."""
         where = {(u.partition, u.bucket): u.partition_values for u in units}
         paths = [self.paths.data_file(where[(m.partition, m.bucket)], m.bucket, f)
-                 for m in messages for f in m.new_files]
+                 for m in messages for f in (*m.new_files, *m.changelog_files)]
         if paths:
             self.file_io.delete_many(paths)

@@ -225,16 +225,6 @@ def test_a_tag_keeps_what_expired_snapshots_shared(catalog, later):
     assert fresh.read().equals(latest)
 
 
-def test_branches_are_refused(catalog, later):
-    t = make_table(catalog)
-    t.file_io.write_bytes(t.file_io.join(t.path, "branch", "branch-b", "schema", "schema-0"),
-                          b"{}")
-    left = files(t)
-    with pytest.raises(lf.UnsupportedError, match="branch"):
-        t.remove_orphan_files()
-    assert files(t) == left
-
-
 def test_a_snapshot_committed_during_the_scan_keeps_its_files(local_catalog, later,
                                                               monkeypatch):
     t = make_table(local_catalog)

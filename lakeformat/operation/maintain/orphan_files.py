@@ -12,8 +12,15 @@ tags are listed again after the scan, until a round finds nothing new.
 Referenced names are compared by file name, as Java does: data file names are unique, and a
 name match can only keep a file, never delete one that is used elsewhere.
 Index files (`index/`) are orphans when no snapshot's or tag's index manifest lists them.
-Never touched: `schema/`, `consumer/`, `changelog/`, `branch/`, and anything not laid out as
-Paimon lays out its files.
+
+Branches (`branch/branch-<name>/`) write their data files and manifests into the table's own
+directories, so, as Java does, what every branch's snapshots, tags and changelogs reference is
+used too; a branch without a schema file aborts the run (Java: "Branches ... have no
+schemas"), and so does a branch snapshot, tag or manifest that cannot be read. In a branch only
+stray files in `snapshot/` (not `snapshot-N`, `LATEST`, `EARLIEST`) are candidates, as Java's
+`cleanBranchSnapshotDir`; its schemas, tags and snapshots are never touched.
+Never touched: `schema/`, `consumer/`, `changelog/`, and anything not laid out as Paimon lays
+out its files.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import time
 from dataclasses import dataclass
 
 from lakeformat import clock
-from lakeformat.errors import CleanupAbortedError, InvalidOptionError, UnsupportedError
+from lakeformat.errors import CleanupAbortedError, InvalidOptionError
 from lakeformat.layout import (
     BRANCH_DIR,
     BUCKET_PREFIX,
@@ -39,6 +46,7 @@ from lakeformat.layout import (
     TAG_PREFIX,
     numbered_id,
 )
+from lakeformat.meta.branch import BRANCH_PREFIX, BranchManager
 from lakeformat.operation.maintain.cleanup import OlderThan, past_cutoff_millis
 from lakeformat.operation.maintain.references import (
     ReferenceScan,
@@ -83,8 +91,7 @@ def classify(file_io: FileIO, table_path: str, listing: list[FileStatus], partit
              ) -> tuple[list[Candidate], bool]:
     """Files that may be orphans by where they are, and whether any data file exists.
 
-    Raises when the table has branches (their snapshots share these files) or when the
-    listing names paths outside the table (fail closed rather than guess).
+    Raises when the listing names paths outside the table (fail closed rather than guess).
     """
     root = file_io.join(table_path, "x")[:-1]
     out: list[Candidate] = []
@@ -96,9 +103,12 @@ def classify(file_io: FileIO, table_path: str, listing: list[FileStatus], partit
         parts = st.path[len(root):].split("/")
         top, name = parts[0], parts[-1]
         if top == BRANCH_DIR:
-            raise UnsupportedError(f"{table_path} has branches ({BRANCH_DIR}/): remove-orphan-"
-                                   "files does not read branch snapshots; nothing deleted")
-        if len(parts) == 2 and top == MANIFEST_DIR:
+            # branch/branch-<name>/snapshot/<stray>: Java's cleanBranchSnapshotDir
+            if (len(parts) == 4 and parts[1].startswith(BRANCH_PREFIX) and parts[2] == SNAPSHOT_DIR
+                    and numbered_id(name, SNAPSHOT_PREFIX) is None
+                    and name not in (LATEST, EARLIEST)):
+                out.append(Candidate(st, OTHER))
+        elif len(parts) == 2 and top == MANIFEST_DIR:
             out.append(Candidate(st, MANIFEST))
         elif len(parts) == 2 and top in (STATISTICS_DIR, INDEX_DIR):
             out.append(Candidate(st, OTHER))
@@ -115,6 +125,20 @@ def classify(file_io: FileIO, table_path: str, listing: list[FileStatus], partit
     return out, data_exists
 
 
+def _check_branches(file_io: FileIO, table_path: str) -> None:
+    """Java's `validBranches`: every branch must have a schema file, else nothing is deleted."""
+    manager = BranchManager(file_io, table_path)
+    try:
+        abnormal = [n for n in manager.names() if not manager.schemas(n).schema_ids()]
+    except Exception as e:
+        raise CleanupAbortedError(f"remove-orphan-files of {table_path} aborted, nothing "
+                                  f"deleted: cannot list its branches: {e}") from e
+    if abnormal:
+        raise CleanupAbortedError(
+            f"remove-orphan-files of {table_path} aborted, nothing deleted: branches {abnormal} "
+            f"have no schema file ({manager.branch_path(abnormal[0])}/schema/); check them")
+
+
 def remove_orphan_files(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
                         older_than: OlderThan, dry_run: bool,
                         enforce_retention_duration: bool = True) -> MaintenanceResult:
@@ -124,6 +148,7 @@ def remove_orphan_files(file_io: FileIO, table_path: str, schema: TableSchema, t
     # list first: a file written after this listing is never a candidate
     candidates, data_exists = classify(file_io, table_path, file_io.list_recursive(table_path),
                                        len(schema.partition_keys))
+    _check_branches(file_io, table_path)
     scan = ReferenceScan(file_io, table_path, schema, "remove-orphan-files")
     scan.scan_until_stable()
     if not scan.read and data_exists:

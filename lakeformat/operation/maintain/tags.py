@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Collection
 
 from lakeformat.errors import InvalidOptionError, SnapshotNotFoundError
 from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.meta.tag import Tag, TagManager, check_tag_name
 from lakeformat.operation.maintain.cleanup import delete_paths
-from lakeformat.operation.maintain.references import TableReferences
+from lakeformat.operation.maintain.references import (
+    ReferenceScan,
+    TableReferences,
+    branch_references,
+)
 from lakeformat.options import parse_duration
 from lakeformat.results import MaintenanceResult, TagInfo
 from lakeformat.schema.table_schema import TableSchema
@@ -56,14 +61,20 @@ def create_tag(file_io: FileIO, table_path: str, name: str, snapshot_id: int | N
     return tag_info(TagManager(file_io, table_path).create(name, snap, time_retained))
 
 
+def _branches_of(scan: ReferenceScan) -> list[str]:
+    return sorted({key[1].split(":", 1)[0] for key in scan.read})
+
+
 def delete_tag(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
-               name: str, dry_run: bool = False) -> MaintenanceResult:
+               name: str, dry_run: bool = False, *, excluded: Collection[str] = ()
+               ) -> MaintenanceResult:
+    """`excluded`: tags to take as deleted already (the dry run of several deletions)."""
     start = time.monotonic()
     manager = TagManager(file_io, table_path)
     tag = manager.get(name)
     result = MaintenanceResult(table_name, "delete-tag", dry_run=dry_run)
     sm = SnapshotManager(file_io, table_path)
-    others = [t for t in manager.tags() if t.name != name]
+    others = [t for t in manager.tags() if t.name != name and t.name not in excluded]
     tag_file = manager.tag_path(name)
     if sm.exists(tag.snapshot_id) or any(t.snapshot_id == tag.snapshot_id for t in others):
         result.deleted = [tag_file]
@@ -102,6 +113,21 @@ def delete_tag(file_io: FileIO, table_path: str, schema: TableSchema, table_name
     except Exception as e:  # cannot know what is still used: only the tag file goes
         result.skipped.append(f"kept the tag's files: {type(e).__name__}: {e}")
         data, changelog, manifests, stats = {}, {}, {}, []
+    # what a branch reads stays (Java's TagDeletion does not look at branches, so a branch made
+    # from this tag would lose its files); a branch that cannot be read raises: nothing deleted
+    branches = branch_references(file_io, table_path, schema, "delete-tag") \
+        if data or changelog or manifests or stats else None
+    if branches is not None:
+        held = branches.names
+        planned = len(data) + len(changelog) + len(manifests) + len(stats)
+        data, changelog, manifests = ({p: n for p, n in d.items()
+                                       if p.rsplit("/", 1)[-1] not in held}
+                                      for d in (data, changelog, manifests))
+        stats = [p for p in stats if p.rsplit("/", 1)[-1] not in held]
+        kept = planned - len(data) - len(changelog) - len(manifests) - len(stats)
+        if kept:
+            result.notes.append(f"kept {kept} of the tag's files that branches "
+                                f"{_branches_of(branches)} still reference")
     result.data_files_deleted = len(data)
     result.changelog_files_deleted = len(changelog)
     result.manifest_files_deleted = len(manifests)

@@ -79,9 +79,12 @@ class TagManager:
         return sorted((self.get(n) for n in self.names()),
                       key=lambda t: (t.snapshot_id, t.name))
 
-    def create(self, name: str, snapshot: Snapshot, time_retained: dt.timedelta | None = None
-               ) -> Tag:
-        check_tag_name(name)
+    def create(self, name: str, snapshot: Snapshot, time_retained: dt.timedelta | None = None,
+               *, check_name: bool = True) -> Tag:
+        """`check_name=False` for the names Paimon's automatic tags take (`2024-03-09 10`,
+        `2024030910`), which lakeformat's own rule for tag names refuses."""
+        if check_name:
+            check_tag_name(name)
         now = clock.local_now()
         extra = {k: v for k, v in snapshot.extra.items()
                  if k not in ("tagCreateTime", "tagTimeRetained")}

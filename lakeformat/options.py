@@ -170,6 +170,14 @@ class CoreOptions:
         if self.snapshot_expire_limit < 1:
             raise InvalidOptionError("option 'snapshot.expire.limit' must be at least 1, got "
                                      f"{self.snapshot_expire_limit}")
+        if self.changelog_num_retained_min < 1:  # [JAVA SchemaValidation]
+            raise InvalidOptionError("option 'changelog.num-retained.min' must be at least 1, "
+                                     f"got {self.changelog_num_retained_min}")
+        if self.changelog_num_retained_max < self.changelog_num_retained_min:
+            raise InvalidOptionError(
+                f"option 'changelog.num-retained.max' ({self.changelog_num_retained_max}) must "
+                "not be less than 'changelog.num-retained.min' "
+                f"({self.changelog_num_retained_min})")
         if self.file_format not in ("parquet", "orc", "avro"):
             raise UnsupportedError(f"option file.format={self.file_format!r} is not supported "
                                    "(parquet, orc, avro)")

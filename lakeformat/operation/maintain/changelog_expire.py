@@ -101,7 +101,8 @@ def _millis(d: dt.timedelta) -> int:
     return int(d.total_seconds() * 1000)
 
 
-def _check(cfg: ExpireConfig) -> None:
+def check_config(cfg: ExpireConfig) -> None:
+    """Refuse changelog settings Java refuses (before anything is deleted)."""
     if cfg.changelog_retain_min < 1:
         raise InvalidOptionError(f"changelog retain_min must be at least 1, got "
                                  f"{cfg.changelog_retain_min}")
@@ -277,7 +278,7 @@ def run_changelog_expiry(file_io: FileIO, table_path: str, schema: TableSchema,
                          earliest_snapshot: Callable[[], Snapshot | None] | None = None,
                          delete_all: bool = False) -> None:
     """Expire changelogs under `cfg` and add what it deleted (or would) to `result`."""
-    _check(cfg)
+    check_config(cfg)
     sm = SnapshotManager(file_io, table_path)
     manager = ChangelogManager(file_io, table_path)
     view = ChangelogView(manager, pending)

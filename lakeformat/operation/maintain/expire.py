@@ -44,6 +44,7 @@ from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
 from lakeformat.operation.maintain.changelog_expire import (
     ExpireConfig,
+    check_config,
     expire_config,
     run_changelog_expiry,
 )
@@ -346,6 +347,8 @@ def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, tabl
     result = MaintenanceResult(table_name, "expire-snapshots", dry_run=dry_run)
     result.expire_limit = cfg.max_deletes
     decoupled = cfg.decoupled or bool(ChangelogManager(file_io, table_path).changelog_ids())
+    if decoupled:
+        check_config(cfg)
     sm = SnapshotManager(file_io, table_path)
     cache: dict[int, Snapshot] = {}
     plan = _expire(file_io, table_path, schema, cfg, decoupled, result, dry_run, sm, cache)

@@ -202,13 +202,17 @@ class SequenceShifter:
         msg = unit.message
         bucket_dir = w.paths.bucket_dir(unit.partition_values, msg.bucket)
         schemas = SchemaManager(self.file_io, self.table_path)
-        out = []
-        for meta in msg.new_files:
-            path = w.paths.data_file(unit.partition_values, msg.bucket, meta)
-            kv = read_data_file(self.file_io, path, meta, self.schema, schemas,
-                                self.schema.field_names, w.options.file_format)
-            seq = pc.add(kv[SEQUENCE_NUMBER], pa.scalar(unit.delta, pa.int64()))
-            kv = kv.set_column(0, SEQUENCE_NUMBER, seq)
-            writer = KeyValueFileWriter(self.file_io, bucket_dir, self.schema, w.options)
-            out += writer.write(kv)
-        return CommitMessage(msg.partition, msg.bucket, msg.total_buckets, new_files=out)
+        shifted: list[list] = [[], []]
+        # data files, and an input changelog's files (changelog-producer=input), alike
+        for out, files, options in ((shifted[0], msg.new_files, w.options),
+                                    (shifted[1], msg.changelog_files, w.changelog_options)):
+            for meta in files:
+                path = w.paths.data_file(unit.partition_values, msg.bucket, meta)
+                kv = read_data_file(self.file_io, path, meta, self.schema, schemas,
+                                    self.schema.field_names, options.file_format)
+                seq = pc.add(kv[SEQUENCE_NUMBER], pa.scalar(unit.delta, pa.int64()))
+                kv = kv.set_column(0, SEQUENCE_NUMBER, seq)
+                writer = KeyValueFileWriter(self.file_io, bucket_dir, self.schema, options)
+                out += writer.write(kv)
+        return CommitMessage(msg.partition, msg.bucket, msg.total_buckets, new_files=shifted[0],
+                             changelog_files=shifted[1])

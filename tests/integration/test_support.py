@@ -30,7 +30,6 @@ def data_files(t: lf.Table) -> list[str]:
 @pytest.mark.parametrize("options, operation, named", [
     ({"row-tracking.enabled": "true"}, "write", "row-tracking.enabled=true"),
     ({"data-file.external-paths": "s3://elsewhere/x"}, "write", "data-file.external-paths="),
-    ({"changelog-producer": "input"}, "write", "changelog-producer=input"),
     ({"bucket-function.type": "mod"}, "write", "bucket-function.type=mod"),
     ({"write.sequence-number-init-mode": "zero"}, "write", "write.sequence-number-init-mode"),
     ({"deletion-vectors.bitmap64": "true"}, "write", "deletion-vectors.bitmap64=true"),

@@ -128,8 +128,13 @@ class DeleteWhere(DataJob[WriteUnit | bytes, CommitMessage | bytes, CommitResult
         """What a -D record carries from the row: the primary key, NOT NULL columns, and the
         `sequence.field` columns — so the retract orders with the row it deletes and wins by
         its later sequence number (a null there could order before the row). The row-kind
-        field, if any, is set to -D by `delete_rows`."""
-        rowkind = CoreOptions(self.schema.options).rowkind_field
+        field, if any, is set to -D by `delete_rows`. With `changelog-producer=input` the -D
+        records are the changelog too: they carry the whole row, as Java's DELETE writes the
+        rows it read."""
+        options = CoreOptions(self.schema.options)
+        rowkind = options.rowkind_field
+        if options.changelog_producer == "input":
+            return [f.name for f in self.schema.fields if f.name != rowkind]
         sequence = MergeContext.of(self.schema).sequence_fields
         return [f.name for f in self.schema.fields if f.name != rowkind and (
             f.name in self.schema.primary_keys or not f.type.nullable or f.name in sequence)]

@@ -34,6 +34,7 @@ from lakeformat.operation.commit import (
     SequenceConflict,
     snapshot_identity,
 )
+from lakeformat.operation.maintain import auto_tags_after_commit, check_auto_tags
 from lakeformat.operation.runner import Runner, UnitFailure, captured, default_runner
 from lakeformat.operation.write import (
     RENUMBER_GAP,
@@ -287,6 +288,7 @@ def write(df: Any, table: Table, overwrite: bool = False, merge_schema: bool | N
     table's `write-buffer-size`). Returns the `CommitResult`."""
     table.refresh()
     schema = table.table_schema
+    check_auto_tags(schema, table.path)  # a bad tag.* option fails before any task writes
     opts = write_options(schema, options)
     merge = opts if wants_merge_schema(opts, merge_schema) else None
     job = SparkWriteJob(table.file_io, table.path, schema, incoming_schema(df), overwrite,
@@ -298,4 +300,15 @@ def write(df: Any, table: Table, overwrite: bool = False, merge_schema: bool | N
         job.execute_frame(df)
     result = job.commit()
     table.refresh()
+    tags_after_commit(table, result)
     return result
+
+
+def tags_after_commit(table: Table, result: CommitResult) -> None:
+    """`tag.automatic-creation` once the write's snapshot landed, as `Table.write` runs it
+    (logged, never raised)."""
+    auto_tags_after_commit(
+        table.file_io, table.path, table.table_schema, table.name,
+        lock=lambda: table.locks.maintaining(table.file_io,
+                                             f"tag.num-retained-max {table.name}"),
+        committed=result.snapshot_id is not None)

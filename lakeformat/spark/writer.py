@@ -29,12 +29,13 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from lakeformat.errors import InvalidOptionError, UnsupportedError
 from lakeformat.operation.commit import SequenceBase
+from lakeformat.operation.maintain import check_auto_tags
 from lakeformat.operation.runner import ThreadRunner
 from lakeformat.operation.write import TableWrite, wants_merge_schema, write_options
 from lakeformat.options import parse_budget
 from lakeformat.schema.merging import MERGE_SCHEMA as WRITE_MERGE_SCHEMA
 from lakeformat.spark.options import check_direction, open_table
-from lakeformat.spark.write_job import SparkWriteJob
+from lakeformat.spark.write_job import SparkWriteJob, tags_after_commit
 from lakeformat.spark.write_tasks import (
     TASK_SEQUENCE_STRIDE,
     TaskOutput,
@@ -84,6 +85,7 @@ class LakeformatWriter(DataSourceArrowWriter):
         catalog, table, own = open_table(self.options)
         try:
             check_direction(own, "write")
+            check_auto_tags(table.table_schema, table.path)
             self.user = own.get(COMMIT_USER)
             self.identifier = _identifier(own)
             self.result_path = own.get(RESULT_PATH)
@@ -156,6 +158,11 @@ class LakeformatWriter(DataSourceArrowWriter):
         except Exception as e:  # noqa: BLE001 - the snapshot landed: never let abort() run
             log.error("%s: snapshot %s landed but its result could not be written to %s: %s",
                       result.table, result.snapshot_id, self.result_path, e)
+        try:
+            tags_after_commit(catalog.get_table(result.table), result)
+        except Exception as e:  # noqa: BLE001 - as above
+            log.error("%s: snapshot %s landed but tag.automatic-creation could not run: %s",
+                      result.table, result.snapshot_id, e)
         _close(catalog)
 
     def abort(self, messages: list[LakeformatCommitMessage | None]) -> None:

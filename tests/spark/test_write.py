@@ -399,3 +399,24 @@ def test_lookup_tables_through_spark_are_compacted_after_the_write(
         assert kinds[result.compaction_snapshot_ids[0]] == "COMPACT"
     assert sorted(t.read().to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "v": "a"}, {"id": 2, "v": "c"}, {"id": 3, "v": "d"}]
+
+
+def test_spark_writes_create_automatic_tags(spark: Any, local_catalog: lf.Catalog) -> None:
+    """Java's Spark writer tags the latest snapshot after a batch write (`batch` mode); both
+    Spark write paths do, and a bad `tag.*` option fails before a task writes."""
+    t = local_catalog.create_table("db.tagged", pa.schema([
+        pa.field("k", pa.int64(), nullable=False), ("v", pa.int64())]), primary_keys=["k"],
+        options={"bucket": "1", "tag.automatic-creation": "batch",
+                 "tag.batch.customized-name": "nightly", "tag.default-time-retained": "2 d"})
+    df = spark.createDataFrame([(1, 5), (2, 7)], "k long, v long")
+    lfs.write(df, t)
+    assert [(x.name, x.snapshot_id) for x in t.list_tags()] == [("nightly", 1)]
+    ds_write(spark.createDataFrame([(3, 1)], "k long, v long"), local_catalog, "db.tagged")
+    [tag] = t.list_tags()
+    assert (tag.name, tag.snapshot_id) == ("nightly", 2) and tag.time_retained.days == 2
+    assert sorted(t.read(tag="nightly")["k"].to_pylist()) == [1, 2, 3]
+    t.alter(lf.SchemaChange.set_option("tag.automatic-creation", "hourly"))
+    for write in (lambda: lfs.write(df, t), lambda: ds_write(df, local_catalog, "db.tagged")):
+        with pytest.raises(Exception, match="tag.automatic-creation"):
+            write()
+    assert len(t.snapshots()) == 2

@@ -223,6 +223,7 @@ MAINTENANCE: dict[str, Callable[[Table, argparse.Namespace], Any]] = {
         older_than(a.older_than), a.dry_run, a.enforce_retention_duration),
     "expire-partitions": lambda t, a: t.expire_partitions(older_than(a.expiration_time),
                                                           a.dry_run),
+    "expire-tags": lambda t, a: t.expire_tags(older_than(a.older_than), a.dry_run),
     "rollback": lambda t, a: t.rollback_to(int(a.target) if a.target.isdigit() else a.target),
 }
 

@@ -197,6 +197,10 @@ def _add_maintenance(add: Any) -> None:
     sp = add("expire-partitions", "drop partitions older than partition.expiration-time")
     sp.add_argument("--expiration-time", help="default: partition.expiration-time")
     sp.add_argument("--dry-run", action="store_true")
+    sp = add("expire-tags", "delete tags past their retention (and the files only they held)")
+    sp.add_argument("--older-than", help="also expire every tag created before this: an age "
+                                         "such as '7 d' or an ISO time as the cut-off")
+    sp.add_argument("--dry-run", action="store_true", help="list what would be deleted")
     sp = add("tag", "create, delete or list tags")
     sp.add_argument("action", choices=["create", "delete", "list"])
     sp.add_argument("name", nargs="?")

@@ -1,6 +1,6 @@
 """Maintenance commands print the library result's own text for people and its dict in the
 JSON envelope: expire-snapshots, clean-schemas, remove-orphan-files, expire-partitions, tag
-create/delete, rollback, compact.
+create/delete, expire-tags, rollback, compact.
 
 The commands run through `lakeformat.cli.main` in this process (`lakeformat_main`, see
 conftest.py): the same parsing and rendering as the installed script, without its start-up.
@@ -12,6 +12,7 @@ test_argument_errors.py.
 from __future__ import annotations
 
 import lakeformat as lf
+from lakeformat import clock
 from tests.cli.conftest import lakeformat_main, make_orders, orders, run_main
 
 
@@ -79,3 +80,29 @@ def test_expiry_says_what_the_limit_left_and_clean_schemas_says_why(tmp_path):
     cleaned = lakeformat_main(*base, "clean-schemas", "db.t", *old, "--json").ok().json()
     assert cleaned["schema_files_deleted"] == 1
     assert [s.id for s in lf.Catalog(wh).get_table("db.t").schemas()] == [1]
+
+
+def test_expire_tags_command(tmp_path, monkeypatch):
+    wh = str(tmp_path / "wh")
+    t = make_orders(wh, bucket="1")
+    for i in range(2):
+        t.write(orders(2, "2024-01-01", start=10 * i))
+    t.create_tag("short", 1, time_retained="1 h")
+    t.create_tag("kept", 2)  # no retention: expires only by --older-than
+    real = clock.now_millis
+    monkeypatch.setattr(clock, "now_millis", lambda: real() + 2 * 3600 * 1000)
+    base = ["--warehouse", wh]
+    dry, dry_j, done = run_main([*base, "expire-tags", "db.t", "--dry-run"],
+                                [*base, "--json", "expire-tags", "db.t", "--dry-run"],
+                                [*base, "expire-tags", "db.t", "--json"])
+    assert dry.ok().out.startswith("db.t: expire-tags would delete 1 tags ['short']")
+    assert "tag-short" in dry.out  # a dry run lists the paths
+    assert dry_j.ok().json()["dry_run"] is True and dry_j.json()["tags_deleted"] == ["short"]
+    assert done.ok().json()["tags_deleted"] == ["short"]
+    assert [x.name for x in t.list_tags()] == ["kept"]
+    bad = lakeformat_main(*base, "expire-tags", "db.t", "--older-than", "soon")
+    assert bad.code != 0 and "older_than" in bad.err and bad.out == ""
+    older = lakeformat_main(*base, "expire-tags", "db.t", "--older-than", "0 s", "--json")
+    assert older.ok().json()["tags_deleted"] == ["kept"] and t.list_tags() == []
+    assert sorted(r["id"] for r in lakeformat_main(*base, "read", "db.t", "--json").ok()
+                  .lines()) == [0, 1, 10, 11]

@@ -1,7 +1,7 @@
 """The LSM runtime that reads and compactions of primary-key tables share: the levels of a
 bucket and Paimon's universal compaction picks (`levels`), the merge of sorted runs through a
-merge engine (`reader`), and the lookup merge that produces changelog and deletion vectors
-(`lookup`).
+merge engine (`reader`), the lookup merge that produces changelog and deletion vectors
+(`lookup`), and the record-level expiry compactions apply (`record_expire`).
 
 Code here sees data files and their metadata, never snapshots or commits."""
 
@@ -23,6 +23,10 @@ from lakeformat.mergetree.reader import (
     BUDGET_COPIES,
     MergeTreeReader,
 )
+from lakeformat.mergetree.record_expire import (
+    RecordLevelExpire,
+    check_record_level_expire,
+)
 
 __all__ = [
     "BUDGET_COPIES",
@@ -31,7 +35,9 @@ __all__ = [
     "LevelSortedRun",
     "Levels",
     "MergeTreeReader",
+    "RecordLevelExpire",
     "UniversalCompaction",
+    "check_record_level_expire",
     "dedup_columns",
     "interval_partition",
     "pick_full_compaction",

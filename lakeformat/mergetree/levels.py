@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -174,16 +174,20 @@ class Levels:
         return 0 if self.level0 else -1
 
 
-def pick_full_compaction(levels: Levels, force_rewrite_all: bool = False
+def pick_full_compaction(levels: Levels, force_rewrite_all: bool = False,
+                         rewrite: Callable[[DataFileMeta], bool] | None = None
                          ) -> CompactUnit | None:
-    """Everything into the top level; nothing when the bucket is one run at the top already."""
+    """Everything into the top level. A bucket that is one run at the top already: nothing,
+    or (`compaction.force-rewrite-all-files`) all its files, or the files `rewrite` asks for
+    (those holding expired records) [JAVA CompactStrategy.pickFullCompaction]."""
     runs = levels.sorted_runs()
     if not runs:
         return None
     if len(runs) == 1 and runs[0].level == levels.max_level:
         if force_rewrite_all:
             return CompactUnit(levels.max_level, runs[0].files, "full")
-        return None
+        picked = tuple(f for f in runs[0].files if rewrite is not None and rewrite(f))
+        return CompactUnit(levels.max_level, picked, "full") if picked else None
     return replace(CompactUnit.of_runs(levels.max_level, runs), reason="full")
 
 

@@ -14,6 +14,10 @@ marked deleted (the result replaces it); with the lookup producer the changelog 
 with the result: +I (nothing before), -D (the result retracts), -U/+U (changed; with
 `changelog-producer.row-deduplicate` nothing when the values are equal) — for keys with a
 level-0 record only. Keys found only in lookup runs are not part of the compaction.
+
+first-row looks keys up too (every first-row table does, whatever its changelog producer):
+only whether a key is present above the output, which drops a later record of a key seen
+before and leaves each key at most once above level 0 (`select_first_row`).
 """
 
 from __future__ import annotations
@@ -42,16 +46,22 @@ class LookupSelection:
     replaced: np.ndarray  # rows of lookup runs the results replace (their positions get marked)
 
 
-def select(emit: np.ndarray, groups: KeyGroups, level: np.ndarray, lookup: np.ndarray
-           ) -> LookupSelection:
+def select(emit: np.ndarray, groups: KeyGroups, level: np.ndarray, lookup: np.ndarray,
+           expired: np.ndarray | None = None) -> LookupSelection:
     """The records each key group merges. `level`/`lookup` are per row of the slice (the
-    rows `emit` orders): its file's level, and whether it comes from a lookup run."""
+    rows `emit` orders): its file's level, and whether it comes from a lookup run.
+    `expired`: per row, whether record-level expiry drops it (given for the lookup runs of a
+    deletion-vector table): such a lookup row is never merged with nor compared against — as
+    Java's lookup, which reads through the expiry, never finds it — but a key of the
+    compaction marks it deleted, so that no stale copy stays visible beside its result."""
     n_groups = len(groups)
     sizes = groups.sizes
     gid = np.repeat(np.arange(n_groups, dtype=np.int64), sizes)
     lv = level[emit].astype(np.int64)
-    lk = lookup[emit]
-    own = ~lk
+    from_lookup = lookup[emit]
+    stale = from_lookup & expired[emit] if expired is not None else np.zeros(len(emit), bool)
+    lk = from_lookup & ~stale
+    own = ~from_lookup
     has_own = np.bincount(gid[own], minlength=n_groups) > 0
     level_0 = np.bincount(gid[own & (lv == 0)], minlength=n_groups) > 0
     starts = groups.starts
@@ -68,8 +78,33 @@ def select(emit: np.ndarray, groups: KeyGroups, level: np.ndarray, lookup: np.nd
     kept = emit[keep]
     new_sizes = np.bincount(gid[keep], minlength=n_groups)[has_own]
     new_ends = np.cumsum(new_sizes) - 1
+    replaced = emit[found | (stale & has_own[gid])]
     return LookupSelection(kept, KeyGroups(new_ends - new_sizes + 1, new_ends),
-                           before[has_own], level_0[has_own], emit[found])
+                           before[has_own], level_0[has_own], replaced)
+
+
+def select_first_row(emit: np.ndarray, groups: KeyGroups, level: np.ndarray,
+                     lookup: np.ndarray) -> LookupSelection:
+    """first-row's lookup rule [JAVA FirstRowMergeFunctionWrapper]: a key with a record above
+    level 0 in the compaction merges its own records (the first stays, no changelog); a key
+    with level-0 records only is dropped when a lookup run holds the key (it was seen first
+    there), and is new otherwise (its result is the changelog's +I). Only key presence is
+    looked up: lookup rows never enter the merge, and nothing is replaced."""
+    n_groups = len(groups)
+    gid = np.repeat(np.arange(n_groups, dtype=np.int64), groups.sizes)
+    lv = level[emit]
+    lk = lookup[emit]
+    own = ~lk
+    has_own = np.bincount(gid[own], minlength=n_groups) > 0
+    high = np.bincount(gid[own & (lv > 0)], minlength=n_groups) > 0
+    seen = np.bincount(gid[lk], minlength=n_groups) > 0
+    taken = has_own & (high | ~seen)
+    keep = own & taken[gid]
+    new_sizes = np.bincount(gid[keep], minlength=n_groups)[taken]
+    new_ends = np.cumsum(new_sizes) - 1
+    return LookupSelection(emit[keep], KeyGroups(new_ends - new_sizes + 1, new_ends),
+                           np.full(len(new_sizes), -1, dtype=np.int64), ~high[taken],
+                           np.zeros(0, dtype=np.int64))
 
 
 def changelog(records: pa.Table, sel: LookupSelection, merged: pa.Table, names: Sequence[str],

@@ -40,6 +40,7 @@ from lakeformat.merge.sort import (
 from lakeformat.mergetree import lookup as lookup_merge
 from lakeformat.mergetree.levels import may_tie, tie_ranks
 from lakeformat.mergetree.lookup import LOOKUP_FILE
+from lakeformat.mergetree.record_expire import RecordLevelExpire
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
@@ -55,6 +56,8 @@ FILE_RANK = "_FILE_RANK"
 #: of several levels (`interval_partition` packs by key range), so a record's level is its
 #: file's, never its run's [JAVA KeyValue.level]
 FILE_LEVEL = "_FILE_LEVEL"
+#: per row of a lookup run, whether record-level expiry drops it; never written
+EXPIRED = "_EXPIRED"
 
 
 @dataclass(frozen=True)
@@ -82,8 +85,12 @@ class _RunReader:
 
     def __init__(self, files: Sequence[DataFileMeta], open_file, piece_bytes: int,
                  ranks: dict[str, int] | None, file_ids: dict[str, int] | None = None,
-                 levels: bool = False):
+                 levels: bool = False, expire: RecordLevelExpire | None = None,
+                 mark: RecordLevelExpire | None = None, tagged: bool = False):
         self.files = list(files)
+        self._expire = expire  # drops the expired rows (record-level expiry)
+        self._mark = mark  # tags the expired rows instead (`EXPIRED`)
+        self._tagged = tagged  # every run of the section carries `EXPIRED`
         self._ranks = ranks
         self._file_ids = file_ids
         self._levels = levels  # tag each row with its file's level (`FILE_LEVEL`)
@@ -130,10 +137,20 @@ class _RunReader:
                 if self._file_ids is not None:
                     piece = piece.append_column(LOOKUP_FILE, pa.array(
                         np.full(piece.num_rows, self._file_ids.get(name, -1), dtype=np.int64)))
-                if self._ranks is None:
-                    return piece
-                return piece.append_column(FILE_RANK, pa.array(
-                    np.full(piece.num_rows, self._ranks[name], dtype=np.int64)))
+                if self._ranks is not None:
+                    piece = piece.append_column(FILE_RANK, pa.array(
+                        np.full(piece.num_rows, self._ranks[name], dtype=np.int64)))
+                if self._expire is not None:
+                    keep = self._expire.keep(piece)
+                    if keep is not None:
+                        piece = piece.filter(pa.array(keep))
+                        if not piece.num_rows:
+                            continue
+                if self._tagged:
+                    keep = self._mark.keep(piece) if self._mark is not None else None
+                    piece = piece.append_column(EXPIRED, pa.array(
+                        np.zeros(piece.num_rows, dtype=bool) if keep is None else ~keep))
+                return piece
 
 
 class MergeTreeReader:
@@ -141,12 +158,19 @@ class MergeTreeReader:
 
     def __init__(self, file_io: FileIO, schema: TableSchema, schema_manager: SchemaManager,
                  path_of, default_format: str, memory_budget: int,
-                 columns: Sequence[str] | None = None, deleted_of=None, lookup: bool = False):
+                 columns: Sequence[str] | None = None, deleted_of=None, lookup: bool = False,
+                 expire: RecordLevelExpire | None = None, mark_expired: bool = False):
         """`columns`: the table columns to read and merge (every column by default; a read
         passes its merge engine's `required_columns` of what it returns). `deleted_of`: data
         file name -> its deletion vector's positions (None: no deletion vectors). `lookup`: the
-        table merges as a lookup table does (`mergetree.lookup`)."""
+        table merges as a lookup table does (`mergetree.lookup`; first-row by its own rule).
+        `expire`: record-level expiry of a compaction: expired rows are not read (nor are they
+        in lookup runs, as Java's lookup reads through the expiry; first-row's are read whole:
+        it looks up keys only). `mark_expired` (a deletion-vector table): a lookup run's
+        expired rows are tagged instead (`mergetree.lookup.select` marks them deleted)."""
         self.lookup = lookup
+        self.expire = expire
+        self.mark_expired = mark_expired and expire is not None
         self.deleted_of = deleted_of
         if deleted_of is not None:  # rows are counted by the file read, before deletions
             self._open = self._open_with_deletions  # type: ignore[method-assign]
@@ -157,7 +181,9 @@ class MergeTreeReader:
         self.default_format = default_format
         self.memory_budget = memory_budget
         self.ctx = MergeContext.of(schema)
-        self.merge = merge_engine(schema).merge_sorted
+        self.engine = engine = merge_engine(schema)
+        self.merge = engine.merge_sorted
+        self.first_row = lookup and engine.name == "first-row"
         self.columns = list(columns) if columns is not None else schema.field_names
         self.names = [SEQUENCE_NUMBER, VALUE_KIND, *self.columns]
 
@@ -206,7 +232,17 @@ class MergeTreeReader:
         file_ids = {n: i for i, n in enumerate(lookup_files)} if lookup_runs else None
         opener = self._open_positioned if lookup_runs else self._open
         levels = self.lookup or changelog_level is not None
-        readers = [_RunReader(r, opener, piece_bytes, ranks, file_ids, levels) for r in runs]
+        tagged = self.mark_expired and bool(lookup_runs) and not self.first_row
+        readers = []
+        for i, r in enumerate(runs):
+            if i < own:
+                expire, mark = self.expire, None
+            elif self.first_row:
+                expire = mark = None
+            else:
+                expire, mark = (None, self.expire) if tagged else (self.expire, None)
+            readers.append(_RunReader(r, opener, piece_bytes, ranks, file_ids, levels,
+                                      expire, mark, tagged))
         meta = _SectionRuns(np.arange(len(runs)) >= own, lookup_files, lookup_changelog, dedup)
         pending: list[pa.Table | None] = [None] * len(runs)
         while True:
@@ -236,7 +272,7 @@ class MergeTreeReader:
         of the budget share a merged slice gets."""
         reader = _RunReader(files, self._open,
                             max(MIN_PIECE_BYTES, self.memory_budget // BUDGET_COPIES),
-                            None)
+                            None, expire=self.expire)
         while not reader.done:
             rows = reader.read()
             if rows is None:
@@ -275,13 +311,20 @@ class MergeTreeReader:
         emit, groups = merge_order(concat, self.ctx.key_names, self.ctx.sequence_fields,
                                    self.ctx.sequence_ascending,
                                    concat[FILE_RANK].to_numpy() if ranked else None, sizes)
-        extra = [c for c in (FILE_RANK, ROW_POSITION, LOOKUP_FILE, FILE_LEVEL)
+        extra = [c for c in (FILE_RANK, ROW_POSITION, LOOKUP_FILE, FILE_LEVEL, EXPIRED)
                  if c in concat.column_names]
         level = concat[FILE_LEVEL].to_numpy() if FILE_LEVEL in concat.column_names else None
         records = concat.drop_columns(extra) if extra else concat  # engines: records only
         sel = replaced = None
         if self.lookup:
-            sel = lookup_merge.select(emit, groups, level, meta.lookup[run_of_row])
+            from_lookup = meta.lookup[run_of_row]
+            if self.first_row:
+                self._refuse_retracts(records, ~from_lookup)
+                sel = lookup_merge.select_first_row(emit, groups, level, from_lookup)
+            else:
+                expired = concat[EXPIRED].to_numpy() if EXPIRED in concat.column_names \
+                    else None
+                sel = lookup_merge.select(emit, groups, level, from_lookup, expired)
             emit, groups = sel.emit, sel.groups
             if len(sel.replaced):
                 replaced = _positions(concat, sel.replaced, meta.lookup_files)
@@ -299,6 +342,17 @@ class MergeTreeReader:
             if retract.any():
                 merged = merged.filter(pa.array(~retract))
         return MergedSlice(merged, log, replaced)
+
+    def _refuse_retracts(self, records: pa.Table, own: np.ndarray) -> None:
+        """first-row's lookup compaction takes every record of the compaction through its
+        merge function, which refuses a retract (unless `ignore-delete`) even for a key it then
+        drops [JAVA FirstRowMergeFunction.add]."""
+        if self.ctx.options.ignore_delete:
+            return
+        kinds = records[VALUE_KIND].to_numpy()
+        retract = is_retract(kinds) & own
+        if retract.any():
+            self.engine.refuse_retracts(records, kinds[retract], "compaction")
 
     def _bound(self, tables: list[pa.Table], bounded: list[int]) -> list[pa.Scalar]:
         """The smallest last-read key among runs with more rows on storage, as comparable

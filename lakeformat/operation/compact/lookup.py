@@ -2,6 +2,7 @@
 `force-lookup`): what is picked, the runs a rewrite looks keys up in, and the deletion vectors
 the rewrite leaves on the rows it replaces.
 
+Every first-row table compacts this way too, whatever its changelog producer (`needs_lookup`).
 Picking follows Java's `ForceUpLevel0Compaction`: universal compaction first, else every leading
 level-0 run goes up (what a Java writer does before each commit of such a table). A full
 compaction of a deletion-vector bucket also rewrites a top run that carries vectors. A rewrite
@@ -13,7 +14,7 @@ and the bucket's vectors are written into one new index file that replaces the b
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -37,14 +38,32 @@ from lakeformat.meta.index_manifest import (
     IndexManifestEntry,
     IndexManifestFile,
 )
+from lakeformat.options import CoreOptions, parse_bool
 from lakeformat.storage import FileIO
 
 
+def needs_lookup(opts: CoreOptions) -> bool:
+    """Whether compaction looks keys up in the levels above its output: the lookup producer,
+    deletion vectors, `force-lookup`, and every first-row table [JAVA LookupStrategy]."""
+    return opts.lookup_merge or opts.merge_engine == "first-row"
+
+
+def waits_for_lookup(opts: CoreOptions) -> bool:
+    """Whether a writer compacts its level-0 files before it returns: a table that looks keys
+    up, with `lookup-wait` (fallback `changelog-producer.lookup-wait`, default true) and
+    not `write-only` [JAVA CoreOptions.prepareCommitWaitCompaction]."""
+    key = "lookup-wait" if "lookup-wait" in opts.raw else "changelog-producer.lookup-wait"
+    return (needs_lookup(opts) and parse_bool(opts.raw, key, True)
+            and not parse_bool(opts.raw, "write-only", False))
+
+
 def pick_lookup_unit(levels: Levels, full: bool, universal: UniversalCompaction | None,
-                     force_rewrite_all: bool, has_vectors: bool) -> CompactUnit | None:
+                     force_rewrite_all: bool, has_vectors: bool,
+                     rewrite: Callable[[DataFileMeta], bool] | None = None
+                     ) -> CompactUnit | None:
     runs = levels.sorted_runs()
     if full:
-        unit = pick_full_compaction(levels, force_rewrite_all)
+        unit = pick_full_compaction(levels, force_rewrite_all, rewrite)
         if unit is None and has_vectors and runs:
             unit = CompactUnit(levels.max_level, tuple(f for r in runs for f in r.files),
                                "deletion-vectors")

@@ -352,7 +352,7 @@ class _BucketCompaction:
             ex.options.file_format, task.memory_budget,
             deleted_of=DeletedRows(ex.file_io, task.deletion_files)
             if task.deletion_files else None, lookup=needs_lookup(ex.options),
-            row_filter=self.expire.filter if self.expire is not None else None)
+            expire=self.expire, mark_expired=ex.options.deletion_vectors_enabled)
         self.replaced: dict[str, np.ndarray] = {}  # rows of files above the output, replaced
         self.before: list[DataFileMeta] = []
         self.after: list[DataFileMeta] = []

@@ -149,9 +149,11 @@ class SparkWriteJob(WriteJob):
                 key = (m.partition, m.bucket)
                 if key in merged:
                     merged[key].new_files.extend(m.new_files)
+                    merged[key].changelog_files.extend(m.changelog_files)  # changelog input
                 else:
                     merged[key] = CommitMessage(m.partition, m.bucket, m.total_buckets,
-                                                new_files=list(m.new_files))
+                                                new_files=list(m.new_files),
+                                                changelog_files=list(m.changelog_files))
         self.messages = list(merged.values())
         start = {k: seq for k, (_, seq) in self.base_state.items() if k[1] is not None}
         self.units = message_units(self.schema, self.messages, start)

@@ -10,10 +10,11 @@ from typing import Any
 from lakeformat.results import first_of, human_size
 
 #: the kinds of a due action, in the order one table's actions must run (a compaction first,
-#: then the manifest compaction that drops the entries it deleted, then expiry, then the
-#: schema files and orphans expiry frees)
-ACTION_KINDS = ("full-compact", "compact", "expire-partitions", "compact-manifests",
-                "expire-snapshots", "clean-schemas", "remove-orphans")
+#: then tag expiry — before snapshot expiry, as Java's commits run them —, the manifest
+#: compaction that drops the entries it deleted, then expiry, then the schema files and orphans
+#: expiry frees)
+ACTION_KINDS = ("full-compact", "compact", "expire-tags", "expire-partitions",
+                "compact-manifests", "expire-snapshots", "clean-schemas", "remove-orphans")
 
 
 @dataclass

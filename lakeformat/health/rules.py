@@ -8,7 +8,7 @@ says why in `not_due`.
 Rule ids (the keys of `not_due`, the `rule` of an action): `num-sorted-run.stop-trigger`,
 `num-sorted-run.compaction-trigger` (`compaction.min.file-num` for append tables),
 `full-compaction.delta-commits`, `compaction.delete-ratio-threshold`, `snapshot-expiry`,
-`schema-files`, `manifest-merge`, `partition.expiration-time`, `orphan-files`.
+`schema-files`, `manifest-merge`, `partition.expiration-time`, `orphan-files`, `tag-expiry`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ from lakeformat.operation.maintain import (
     expired_partitions,
     partition_expiry_options,
     partitions_per_run,
+    past_retention,
 )
-from lakeformat.operation.support import EXPIRE_PARTITIONS, check_supported
+from lakeformat.operation.support import EXPIRE_PARTITIONS, EXPIRE_TAGS, check_supported
+from lakeformat.options import parse_bool
 from lakeformat.results import human_size, id_ranges
 
 #: the floor of a metadata-only action's work estimate (a few manifest and snapshot files)
@@ -47,6 +49,7 @@ SCHEMAS = "schema-files"
 MANIFESTS = "manifest-merge"
 PARTITIONS = "partition.expiration-time"
 ORPHANS = "orphan-files"
+TAGS = "tag-expiry"
 
 NotDue = dict[str, str]
 
@@ -450,9 +453,37 @@ def rule_orphans(due: Due) -> None:
         due.inputs)
 
 
+def rule_tags(due: Due) -> None:
+    """Tags past their `time_retained` (what Java's commits expire unless
+    `tag.time-expire-enabled` is false): `expire_tags` deletes them."""
+    view = due.view
+    if not parse_bool(view.opts.raw, "tag.time-expire-enabled", True):
+        due.not_due[TAGS] = "tag.time-expire-enabled is false"
+        return
+    now = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=view.local_ms)
+    expired = [t for t in view.tags if past_retention(t, now)]
+    if not expired:
+        timed = sum(t.time_retained is not None for t in view.tags)
+        due.not_due[TAGS] = (f"no tag past its retention ({len(view.tags)} tags, {timed} with "
+                             "a time_retained)")
+        return
+    try:
+        check_supported(view.schema, EXPIRE_TAGS, view.path)
+    except Exception as e:
+        due.not_due[TAGS] = f"tag expiry refuses this table: {e}"
+        return
+    names = [t.name for t in expired]
+    due.add(DueAction(
+        table=view.name, kind="expire-tags", rule=TAGS,
+        reason=f"{len(names)} tags past their time_retained: {', '.join(names[:5])}"
+               + (f" and {len(names) - 5} more" if len(names) > 5 else ""),
+        figures={"tags": names, "snapshots": sorted({t.snapshot_id for t in expired})},
+        work_files=len(names), work_bytes=METADATA_WORK), due.inputs)
+
+
 RULES: tuple[Callable[[Due], None], ...] = (
-    rule_full, rule_compaction, rule_partitions, rule_manifests, rule_expiry, rule_schemas,
-    rule_orphans)
+    rule_full, rule_compaction, rule_tags, rule_partitions, rule_manifests, rule_expiry,
+    rule_schemas, rule_orphans)
 
 
 def due_actions(view: TableView) -> tuple[list[DueAction], NotDue]:

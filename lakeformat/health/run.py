@@ -143,4 +143,6 @@ def perform(table: Any, action: DueAction | Mapping[str, Any], engine: Any = Non
         return table.expire_partitions(**args)
     if kind == "remove-orphans":
         return table.remove_orphan_files(**args)
+    if kind == "expire-tags":
+        return table.expire_tags(**args)
     raise InvalidArgumentError(f"unknown action kind {kind!r} (one of {', '.join(ACTION_KINDS)})")

@@ -343,3 +343,29 @@ def test_create_tag_takes_the_default_time_retained(catalog, wall):
     assert t.create_tag("b", time_retained="1 d").time_retained == dt.timedelta(days=1)
     wall.forward(dt.timedelta(hours=3))
     assert t.expire_tags().tags_deleted == ["a"]
+
+
+# -- due maintenance -----------------------------------------------------------------------
+@local_disk
+def test_tag_expiry_is_due_when_a_tag_is_past_its_retention(catalog, wall):
+    from lakeformat.health import perform
+
+    t = make(catalog)
+    put(t, 1)
+    t.create_tag("daily", time_retained="1 d")
+    t.create_tag("forever")
+    report = t.maintenance_due()
+    assert not [a for a in report.actions if a.kind == "expire-tags"]
+    assert report.not_due["tag-expiry"].startswith("no tag past its retention (2 tags, 1 with")
+    wall.forward(dt.timedelta(days=2))
+    [action] = [a for a in t.maintenance_due().actions if a.kind == "expire-tags"]
+    assert action.rule == "tag-expiry" and action.figures["tags"] == ["daily"]
+    result = perform(t, action.to_dict())
+    assert result.tags_deleted == ["daily"] and tags(t) == {"forever": 1}
+    assert "tag-expiry" in t.maintenance_due().not_due
+    t.create_tag("again", time_retained="1 s")
+    t.alter(lf.SchemaChange.set_option("tag.time-expire-enabled", "false"))
+    wall.forward(dt.timedelta(minutes=1))
+    report = t.maintenance_due()
+    assert report.not_due["tag-expiry"] == "tag.time-expire-enabled is false"
+    assert t.expire_tags().tags_deleted == ["again"]  # the verb expires regardless, as Java's

@@ -76,6 +76,7 @@ from lakeformat.operation.maintain.tag_auto import (
 from lakeformat.operation.maintain.tag_expire import (
     expire_tags,
     expired_tags,
+    past_retention,
 )
 from lakeformat.operation.maintain.tag_period import (
     TagAutoOptions,
@@ -95,6 +96,7 @@ __all__ = [
     "create_auto_tags",
     "expire_tags",
     "expired_tags",
+    "past_retention",
     "tag_auto_options",
     "PARTITION_EXPIRY_OPTIONS",
     "ExpirePlan",

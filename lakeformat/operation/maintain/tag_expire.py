@@ -52,6 +52,12 @@ def tags_cutoff(older_than: OlderThan, now: dt.datetime) -> dt.datetime | None:
     return cut
 
 
+def past_retention(tag: Tag, now: dt.datetime) -> bool:
+    """Java's rule without `older_than`: a creation time and a retention, and now past both."""
+    created, retained = tag.create_time, tag.time_retained
+    return created is not None and retained is not None and now > created + retained
+
+
 def expired_tags(file_io: FileIO, table_path: str, older_than: OlderThan = None,
                  now: dt.datetime | None = None) -> list[tuple[Tag, str]]:
     """The tags that expire now (oldest snapshot first) and why each does; a tag file that

@@ -550,7 +550,10 @@ class Table:
         schema id), or an empty branch holding the table's schemas, as Paimon's
         `create_branch` makes them."""
         self.refresh()
-        return BranchManager(self.file_io, self.path).create(name, tag)
+        # under the maintenance lease: a tag deletion or expiry planned before the branch
+        # existed must not run while it is being made
+        with self._maintaining("create_branch", False) as file_io:
+            return BranchManager(file_io, self.path).create(name, tag)
 
     def delete_branch(self, name: str) -> None:
         """Remove the branch directory, as Paimon's `delete_branch`: the data files written on

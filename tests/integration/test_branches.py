@@ -31,6 +31,7 @@ import lakeformat as lf
 from lakeformat import clock
 from lakeformat.meta.branch import BranchManager
 from lakeformat.meta.snapshot import SnapshotManager
+from lakeformat.operation.maintain import TableReferences
 from lakeformat.operation.write import WriteJob, conform
 from lakeformat.schema.schema_manager import SchemaManager
 
@@ -295,3 +296,40 @@ def test_create_branch_rules_and_a_tag_whose_snapshot_expired(catalog, later):
         t.branch("nope")
     with pytest.raises(lf.NotFoundError):
         t.delete_branch("nope")
+
+
+@local_disk
+def test_changelog_expiry_keeps_what_a_branch_snapshot_names(catalog, later):
+    """A decoupled changelog (`changelog.num-retained.max` above the snapshots'): expired
+    snapshots live on as `changelog/changelog-<id>` until changelog expiry; the branch made from
+    a tag keeps the changelog list, manifests and files of its snapshot."""
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["dt", "id"],
+                             options={"bucket": "1", "changelog-producer": "lookup",
+                                      "changelog.num-retained.max": "50"})
+    t.write(rows("d1", range(4), "a"))
+    t.write(rows("d1", range(4), "b"))
+    t.create_tag("t1")
+    t.create_branch("b", tag="t1")
+    t.delete_tag("t1")
+    tagged = sorted_rows(t.read())
+    for tag in "cde":
+        t.write(rows("d1", range(4), tag))
+    [branch_snap] = t.branch("b").snapshots()
+    assert branch_snap.changelog_manifest_list
+    refs = TableReferences(t.file_io, t.path, t.table_schema)
+    names = {branch_snap.changelog_manifest_list} | {
+        m.file_name for m in refs.changelog_manifests(branch_snap)}
+    held = {t.file_io.join(t.path, "manifest", n) for n in names} | {
+        r.path for e in refs.changelog_entries(branch_snap) for r in refs.file_refs(e)}
+    assert len(held) > 2
+
+    # expiry writes changelog-1..9, then changelog expiry (its retention falls back to the
+    # snapshot arguments: min 1, the same cut-off) removes all but the newest
+    res = t.expire_snapshots(retain_min=1, retain_max=1, older_than=NOW)
+    assert res.changelogs_written and res.changelogs_deleted and res.changelog_files_deleted
+    assert any("branches ['b']" in s for s in res.skipped)
+    assert held <= all_files(t)
+    res = t.expire_changelogs(delete_all=True)
+    assert res.changelogs_deleted
+    assert held <= all_files(t)
+    assert sorted_rows(t.branch("b").read()) == tagged

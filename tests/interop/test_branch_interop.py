@@ -20,7 +20,6 @@ pytest.importorskip("pypaimon")  # collected only in the interop venv
 
 import pyarrow as pa  # noqa: E402
 
-import lakeformat as lf  # noqa: E402
 from tests.support.pypaimon_helpers import (  # noqa: E402
     create_paimon_table,
     paimon_read,

@@ -40,7 +40,11 @@ from lakeformat.meta.data_file_meta import FileKind
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
 from lakeformat.operation.maintain.cleanup import OlderThan, delete_paths, past_cutoff_millis
-from lakeformat.operation.maintain.references import TableReferences, deleted_in
+from lakeformat.operation.maintain.references import (
+    TableReferences,
+    deleted_in,
+    keep_branch_files,
+)
 from lakeformat.options import CoreOptions
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.table_schema import TableSchema
@@ -260,6 +264,11 @@ def plan_changelog_expire(file_io: FileIO, table_path: str, schema: TableSchema,
             continue
         for name in sorted(names - keep_meta):
             plan.manifests.setdefault(refs.manifest_path(name), sizes.get(name, 0))
+    # what a branch reads stays (a branch that cannot be read raises: nothing deleted)
+    kept = keep_branch_files(file_io, table_path, schema, "expire-changelogs", plan.data,
+                             plan.changelog, plan.manifests)
+    if kept:
+        plan.skipped.append(kept)
     return plan
 
 

@@ -10,6 +10,10 @@ ones; at most `snapshot.expire.limit` snapshots go per run. With `[earliest, end
 3. their manifest lists and manifests, and statistics files,
 4. the snapshot files, then the `EARLIEST` hint.
 
+Files any branch's snapshot, tag or changelog references stay (Java's expiry does not look at
+branches; a branch shares the table's files): a branch that cannot be read stops the run
+before anything is deleted.
+
 Index manifests of expired snapshots and the index files they list (HASH files of dynamic-bucket
 tables, deletion-vector files) go too, unless the new earliest snapshot or a tag still uses them.
 
@@ -51,8 +55,8 @@ from lakeformat.operation.maintain.changelog_expire import (
 from lakeformat.operation.maintain.cleanup import OlderThan, delete_paths
 from lakeformat.operation.maintain.references import (
     TableReferences,
-    branch_references,
     deleted_in,
+    keep_branch_files,
 )
 from lakeformat.operation.support import EXPIRE_SNAPSHOTS, check_supported
 from lakeformat.options import CoreOptions
@@ -232,30 +236,14 @@ def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest:
             plan.manifests.setdefault(refs.manifest_path(name), sizes.get(name, 0))
         if s.statistics and s.statistics not in keep_meta:
             plan.statistics.append(refs.statistics_path(s.statistics))
-    keep_branch_files(file_io, table_path, schema, plan, "expire-snapshots")
+    stats = dict.fromkeys(plan.statistics, 0)
+    kept = keep_branch_files(file_io, table_path, schema, "expire-snapshots", plan.data,
+                             plan.changelog, plan.index, plan.manifests, stats)
+    if kept:
+        plan.statistics = list(stats)
+        plan.skipped.append(kept)
     plan.snapshot_files = [sm.snapshot_path(s.id) for s in plan.snapshots]
     return plan
-
-
-def keep_branch_files(file_io: FileIO, table_path: str, schema: TableSchema, plan: ExpirePlan,
-                      operation: str) -> None:
-    """Take out of the plan every file a branch's snapshot, tag or changelog references
-    (matched by file name, as Java's orphan cleaning matches: names are unique, and a match can
-    only keep a file). A branch that cannot be read raises: nothing is deleted."""
-    scan = branch_references(file_io, table_path, schema, operation)
-    if scan is None:
-        return
-    kept = 0
-    for planned in (plan.data, plan.changelog, plan.index, plan.manifests):
-        for path in [p for p in planned if p.rsplit("/", 1)[-1] in scan.names]:
-            del planned[path]
-            kept += 1
-    stats = [p for p in plan.statistics if p.rsplit("/", 1)[-1] not in scan.names]
-    kept += len(plan.statistics) - len(stats)
-    plan.statistics = stats
-    if kept:
-        holders = sorted({key[1].split(":", 1)[0] for key in scan.read})
-        plan.skipped.append(f"kept {kept} files that branches {holders} still reference")
 
 
 def _expiring_names(refs: TableReferences, s: Snapshot, decoupled: bool,

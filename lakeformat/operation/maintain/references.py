@@ -432,3 +432,26 @@ def branch_references(file_io: FileIO, table_path: str, schema: TableSchema, ope
     scan = ReferenceScan(file_io, table_path, schema, operation, main=False)
     scan.scan_until_stable()
     return scan
+
+
+def keep_branch_files(file_io: FileIO, table_path: str, schema: TableSchema, operation: str,
+                      *planned: dict[str, int]) -> str | None:
+    """Take out of each planned deletion (path -> size) every file a branch's snapshot, tag or
+    changelog references, matched by file name as Java's orphan cleaning matches (names are
+    unique, and a match can only keep a file); returns what was kept, for the result (None:
+    nothing). Reads the branches only when something is planned; a branch that cannot be read
+    raises `CleanupAbortedError`: the caller deletes nothing."""
+    if not any(planned):
+        return None
+    scan = branch_references(file_io, table_path, schema, operation)
+    if scan is None:
+        return None
+    kept = 0
+    for paths in planned:
+        for path in [p for p in paths if p.rsplit("/", 1)[-1] in scan.names]:
+            del paths[path]
+            kept += 1
+    if not kept:
+        return None
+    holders = sorted({key[1].split(":", 1)[0] for key in scan.read})
+    return f"kept {kept} files that branches {holders} still reference"

@@ -5,7 +5,9 @@
 * K is not the latest schema, and not among the newest `retain_min` schema files;
 * no snapshot, tag or long-lived changelog has `schemaId = K`, and no data or changelog file
   named by any of their manifests (ADD or DELETE entries) has `_SCHEMA_ID = K` (consumers pin
-  snapshots, which are read like any other);
+  snapshots, which are read like any other); the snapshots, tags and changelogs of every
+  branch count too (a branch reads its own `branch/branch-<name>/schema/`, which is never
+  touched, but its files were written under the table's schema ids);
 * schema K is older than the cut-off (a missing `timeMillis` counts as young), and so is the
   schema that replaced it: a writer that started on K and has not committed yet writes files
   with `_SCHEMA_ID = K`, and it has had the whole retention time to commit.

@@ -5,6 +5,9 @@ the tagged snapshot still exists, or another tag names the same snapshot, nothin
 Otherwise the data, changelog and manifest files that only this tag still used are deleted:
 those not used by the earliest snapshot or by any other tag (Java compares with the two
 neighbouring tags only; every other tag is consulted here, which can only delete less).
+Nor does a file any branch's snapshot, tag or changelog references go: Java's `TagDeletion`
+does not look at branches, so deleting the tag a branch was made from (which Java allows, as
+here) would leave the branch unreadable once its snapshot expired.
 """
 
 from __future__ import annotations
@@ -17,11 +20,7 @@ from lakeformat.errors import InvalidOptionError, SnapshotNotFoundError
 from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.meta.tag import Tag, TagManager, check_tag_name
 from lakeformat.operation.maintain.cleanup import delete_paths
-from lakeformat.operation.maintain.references import (
-    ReferenceScan,
-    TableReferences,
-    branch_references,
-)
+from lakeformat.operation.maintain.references import TableReferences, keep_branch_files
 from lakeformat.options import parse_duration
 from lakeformat.results import MaintenanceResult, TagInfo
 from lakeformat.schema.table_schema import TableSchema
@@ -59,10 +58,6 @@ def create_tag(file_io: FileIO, table_path: str, name: str, snapshot_id: int | N
         raise InvalidOptionError(f"time_retained must be a timedelta or duration text, got "
                                  f"{time_retained!r}")
     return tag_info(TagManager(file_io, table_path).create(name, snap, time_retained))
-
-
-def _branches_of(scan: ReferenceScan) -> list[str]:
-    return sorted({key[1].split(":", 1)[0] for key in scan.read})
 
 
 def delete_tag(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
@@ -115,19 +110,12 @@ def delete_tag(file_io: FileIO, table_path: str, schema: TableSchema, table_name
         data, changelog, manifests, stats = {}, {}, {}, []
     # what a branch reads stays (Java's TagDeletion does not look at branches, so a branch made
     # from this tag would lose its files); a branch that cannot be read raises: nothing deleted
-    branches = branch_references(file_io, table_path, schema, "delete-tag") \
-        if data or changelog or manifests or stats else None
-    if branches is not None:
-        held = branches.names
-        planned = len(data) + len(changelog) + len(manifests) + len(stats)
-        data, changelog, manifests = ({p: n for p, n in d.items()
-                                       if p.rsplit("/", 1)[-1] not in held}
-                                      for d in (data, changelog, manifests))
-        stats = [p for p in stats if p.rsplit("/", 1)[-1] not in held]
-        kept = planned - len(data) - len(changelog) - len(manifests) - len(stats)
-        if kept:
-            result.notes.append(f"kept {kept} of the tag's files that branches "
-                                f"{_branches_of(branches)} still reference")
+    held_stats = dict.fromkeys(stats, 0)
+    kept = keep_branch_files(file_io, table_path, schema, "delete-tag", data, changelog,
+                             manifests, held_stats)
+    if kept:
+        stats = list(held_stats)
+        result.notes.append(kept)
     result.data_files_deleted = len(data)
     result.changelog_files_deleted = len(changelog)
     result.manifest_files_deleted = len(manifests)

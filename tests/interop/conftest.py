@@ -29,6 +29,7 @@ if importlib.util.find_spec("pypaimon") is None:  # pragma: no cover - main venv
         "test_cross_partition_interop.py",
         "test_avro_interop.py",
         "test_lookup_interop.py",
+        "test_changelog_interop.py",
         "test_input_changelog_interop.py",
     ]
 

@@ -10,12 +10,14 @@ deletion-vector ratios), snapshot expiry (`snapshot.num-retained.*`,
 `snapshot.time-retained`, `snapshot.expire.limit`), manifest compaction
 (`manifest.merge-min-count`, DELETE entries keeping old schemas), schema files
 (`schema.num-retained.min`, `schema.time-retained`), partition expiry
-(`partition.expiration-time`) and orphan files (older than 1 day). Its log has every table's
-health, what is due with the figures that made it due, and why the rest is not; a table whose
-metadata cannot be read logs its error and the other tables go on. `maintain` runs one task
-per table that has due work — a table with nothing due runs nothing — and each action holds
-the table's maintenance lease, re-checks that it is still due, and reports the table's health
-before and after (score, sorted runs, files, snapshots) in its XCom and log.
+(`partition.expiration-time`), tag expiry (tags past their `time_retained`, e.g. from
+`tag.default-time-retained`; not with `tag.time-expire-enabled=false`) and orphan files (older
+than 1 day). Its log has every table's health, what is due with the figures that made it due,
+and why the rest is not; a table whose metadata cannot be read logs its error and the other
+tables go on. `maintain` runs one task per table that has due work — a table with nothing due
+runs nothing — and each action holds the table's maintenance lease, re-checks that it is still
+due, and reports the table's health before and after (score, sorted runs, files, snapshots) in
+its XCom and log.
 
 A table is never maintained twice at once: `max_active_runs=1` here, each action holds the
 table's maintenance lease (a job of another DAG waits for it, then fails with a retryable

@@ -140,6 +140,33 @@ def test_a_broken_table_is_reported_and_the_others_maintained(s3_conn, dags):
     assert catalog.get_table("db.hot").health().max_sorted_runs < 6
 
 
+def test_maintenance_expires_tags_past_their_retention(s3_conn, dags):
+    """Tag expiry is a due action (rule `tag-expiry`): the tags past their `time_retained` go
+    before snapshot expiry, as Java's commits run them; a tag without retention stays."""
+    uri, options = s3_conn
+    catalog = lf.Catalog(uri, options=options)
+    t = _table(catalog, "tagged.t", 2, KEEP_ONE)
+    t.create_tag("hourly", 1, time_retained="1 ms")
+    t.create_tag("keep", 2)
+    kept_rows = t.read(tag="keep").sort_by([("id", "ascending")])
+    dag = dags.load("lakeformat_maintenance.py", "lakeformat_maintenance")
+    run = dag.test(logical_date=DAY + dt.timedelta(days=7),
+                   run_conf={"tables": "tagged.*", "partition_idle_time": "0 s",
+                             "engine": "local"})
+    assert run.state == "success", dags.states(run)
+    [due] = dags.xcom(run, "due_actions")
+    kinds = [a["kind"] for a in due["actions"]]
+    assert kinds.index("expire-tags") < kinds.index("expire-snapshots"), kinds
+    done = {a["action"]["kind"]: a for a in dags.xcom(run, "maintain", 0)["actions"]}
+    assert done["expire-tags"]["result"]["tags_deleted"] == ["hourly"]
+    assert done["expire-tags"]["action"]["rule"] == "tag-expiry"
+    t = catalog.get_table("tagged.t")
+    assert [x.name for x in t.list_tags()] == ["keep"] and _snapshot_ids(t) == [2]
+    assert t.read(tag="keep").sort_by([("id", "ascending")]).equals(kept_rows)
+    examined = dags.xcom(run, "due_actions", key="tables")["tagged.t"]
+    assert "expire-tags" in examined["due"]
+
+
 def test_an_unknown_threshold_fails_the_task_naming_it(s3_conn, dags):
     uri, options = s3_conn
     _table(lf.Catalog(uri, options=options), "db.hot", 2)

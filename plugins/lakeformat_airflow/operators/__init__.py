@@ -16,6 +16,7 @@ from lakeformat_airflow.operators.maintenance import (
 )
 from lakeformat_airflow.operators.tags import (
     LakeformatCreateTagOperator,
+    LakeformatExpireTagsOperator,
     LakeformatRollbackOperator,
 )
 from lakeformat_airflow.operators.write import (
@@ -30,6 +31,7 @@ __all__ = [
     "LakeformatCompactOperator", "LakeformatCreateTableOperator", "LakeformatCreateTagOperator",
     "LakeformatDueActionsOperator",
     "LakeformatExpirePartitionsOperator", "LakeformatExpireSnapshotsOperator",
+    "LakeformatExpireTagsOperator",
     "LakeformatIngestOperator", "LakeformatListTablesOperator",
     "LakeformatRemoveOrphanFilesOperator",
     "LakeformatRollbackOperator", "LakeformatRunDueActionsOperator",

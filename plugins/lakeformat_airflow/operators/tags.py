@@ -1,4 +1,5 @@
-"""Tags and rollback: `LakeformatCreateTagOperator`, `LakeformatRollbackOperator`."""
+"""Tags and rollback: `LakeformatCreateTagOperator`, `LakeformatExpireTagsOperator`,
+`LakeformatRollbackOperator`."""
 
 from __future__ import annotations
 
@@ -63,6 +64,25 @@ class LakeformatCreateTagOperator(LakeformatBaseOperator):
                     f"{existing.snapshot_id}, not {snapshot_id}") from None
             self.log.info("tag %s already exists", self.tag)
             return existing
+
+
+class LakeformatExpireTagsOperator(LakeformatBaseOperator):
+    """Expire tags as Paimon's `expire_tags` procedure does (`Table.expire_tags`): every tag
+    past its `time_retained` goes, with the files only it held; with `older_than` (an age such
+    as "30 d", or a datetime cut-off) every tag created before it too. Tags without retention
+    are otherwise kept. `dry_run` lists what would be deleted and changes nothing."""
+
+    arguments = {"older_than": to_duration, "dry_run": to_flag}
+    template_fields: Sequence[str] = ("table", *arguments)
+
+    def __init__(self, *, table: str, older_than: Any = None, dry_run: bool = False,
+                 **kwargs: Any):
+        super().__init__(table=table, **kwargs)
+        self.older_than, self.dry_run = older_than, dry_run
+        self.convert_arguments(rendered=False)
+
+    def run(self, table: Table, context: Any) -> Any:
+        return table.expire_tags(older_than=self.older_than, dry_run=self.dry_run)
 
 
 class LakeformatRollbackOperator(LakeformatBaseOperator):

@@ -413,7 +413,8 @@ def rule_partitions(due: Due) -> None:
     if not expired:
         why = f"no partition {older} partition.expiration-time {o.get(PARTITIONS)}"
         if unreadable:
-            why += f"; no time in the values of {', '.join(unreadable[:5])}"
+            why += (f"; no creation time on the files of {', '.join(unreadable[:5])}"
+                    if by_update else f"; no time in the values of {', '.join(unreadable[:5])}")
         due.not_due[PARTITIONS] = why
         return
     chosen = expired[:max_num]

@@ -116,7 +116,7 @@ class TableView:
     _full: list[CompactTask] | None = None
     #: each live partition's last update (`partition_update_times`), read when partition
     #: expiry goes by update time (empty otherwise)
-    partition_update_times: dict[bytes, int] = field(default_factory=dict)
+    partition_update_times: dict[bytes, int | None] = field(default_factory=dict)
 
     @property
     def pk(self) -> bool:

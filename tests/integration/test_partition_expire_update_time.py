@@ -19,7 +19,8 @@ import lakeformat as lf
 from lakeformat import clock
 from lakeformat.health import perform
 from lakeformat.meta.binary_row import to_avro_bytes
-from lakeformat.operation.maintain import expired_partitions
+from lakeformat.meta.data_file_meta import DataFileMeta, FileKind, ManifestEntry, SimpleStats
+from lakeformat.operation.maintain import expired_partitions, partition_update_times
 
 local_disk = pytest.mark.parametrize("catalog", ["local"], indirect=True)
 
@@ -168,3 +169,33 @@ def test_the_rule_needs_the_update_times(tmp_path):
         expired_partitions(t.table_schema, [a, b], now=now)
     with pytest.raises(lf.InvalidOptionError, match="partition.expiration-batch-size"):
         t.expire_partitions(options={"partition.expiration-batch-size": "many"})
+
+
+def test_update_times_are_javas_partition_entries(tmp_path):
+    """`partition_update_times` over a snapshot's unmerged entries: the newest creation time
+    among ADD and DELETE entries (as Java's `PartitionEntry.merge`), only for partitions with
+    more ADD than DELETE entries; a file without a creation time makes it unknown, and the rule
+    then keeps the partition."""
+    cat = lf.Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = table(cat)
+    types = [f.type for f in t.table_schema.partition_fields()]
+    a, b, c, d = (to_avro_bytes([x], types) for x in "abcd")
+    empty = SimpleStats.EMPTY
+
+    def entry(kind, partition, name, created):
+        meta = DataFileMeta(name, 1, 1, b"", b"", empty, empty, 0, 0, 0, 0,
+                            creation_time=created)
+        return ManifestEntry(kind, partition, 0, 1, meta)
+
+    add, delete = FileKind.ADD, FileKind.DELETE
+    times = partition_update_times([
+        entry(add, a, "a1", 100), entry(add, a, "a2", 300), entry(delete, a, "a2", 300),
+        entry(add, a, "a3", 200),                       # a: a2 was deleted, still newest
+        entry(add, b, "b1", 50), entry(delete, b, "b1", 50),  # b: nothing live
+        entry(add, c, "c1", 70), entry(add, c, "c2", None),   # c: unknown
+        entry(add, d, "d1", 10)])
+    assert times == {a: 300, c: None, d: 10}
+    found = expired_partitions(t.table_schema, times, dt.datetime(1970, 1, 1, 0, 0, 1))
+    assert found.expired == [("region=a", a), ("region=d", d)]
+    assert found.kept == ["region=c: kept, a file of it records no creation time"]

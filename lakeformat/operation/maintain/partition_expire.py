@@ -275,28 +275,32 @@ def _check_strategy(opts: CoreOptions) -> str:
     return strategy
 
 
-def partition_update_times(entries: Sequence[ManifestEntry]) -> dict[bytes, int]:
+def partition_update_times(entries: Sequence[ManifestEntry]) -> dict[bytes, int | None]:
     """Each partition's last update of a snapshot, from every entry of its data manifests
     (base and delta, unmerged): Java's `PartitionEntry.lastFileCreationTime` — the newest
     `_CREATION_TIME` (local wall-clock millis) among the partition's ADD and DELETE entries —
     for the partitions whose ADD entries outnumber their DELETE entries (Java's
-    `readPartitionEntries` keeps those with a positive file count). Whole columns: one pass
-    to gather the entries' fields, then numpy."""
+    `readPartitionEntries` keeps those with a positive file count). None for a partition
+    with a file that records no creation time (its update time is unknown: expiry keeps it).
+    Whole columns: one pass to gather the entries' fields, then numpy."""
     n = len(entries)
     if n == 0:
         return {}
     parts = pa.array([e.partition for e in entries], pa.binary()).dictionary_encode()
     codes = parts.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    created = np.fromiter((e.file.creation_time or 0 for e in entries), np.int64, n)
+    created = np.fromiter((-1 if e.file.creation_time is None else e.file.creation_time
+                           for e in entries), np.int64, n)
     adds = np.fromiter((e.kind == FileKind.ADD for e in entries), np.bool_, n)
     k = len(parts.dictionary)
     files = np.bincount(codes, weights=np.where(adds, 1, -1), minlength=k)
+    unknown = np.bincount(codes, weights=created < 0, minlength=k) > 0
     order = np.lexsort((created, codes))  # per code, newest creation time last
     last_at = np.flatnonzero(np.r_[codes[order][1:] != codes[order][:-1], True])
     newest = np.zeros(k, np.int64)
     newest[codes[order][last_at]] = created[order][last_at]
     names = parts.dictionary.to_pylist()
-    return {names[c]: int(newest[c]) for c in np.flatnonzero(files > 0).tolist()}
+    return {names[c]: None if unknown[c] else int(newest[c])
+            for c in np.flatnonzero(files > 0).tolist()}
 
 
 def _local_text(ms: int) -> str:
@@ -376,13 +380,12 @@ def expired_partitions(schema: TableSchema,
 
 
 def _update_times(partitions: Iterable[bytes] | Mapping[bytes, int | None]
-                  ) -> Mapping[bytes, int]:
-    times = partitions if isinstance(partitions, Mapping) else None
-    if times is None or any(not isinstance(v, int) for v in times.values()):
+                  ) -> Mapping[bytes, int | None]:
+    if not isinstance(partitions, Mapping):
         raise InvalidArgumentError(f"{EXPIRATION_STRATEGY}={UPDATE_TIME} needs each "
                                    "partition's last update time (partition_update_times of "
                                    "the snapshot's manifest entries), not the partitions alone")
-    return times  # type: ignore[return-value]
+    return partitions
 
 
 def _expired(schema: TableSchema, opts: CoreOptions, strategy: str,
@@ -405,6 +408,9 @@ def _expired(schema: TableSchema, opts: CoreOptions, strategy: str,
         spec = partition_path(values, fields, opts.partition_default_name, False) or "/"
         if times is not None:
             last = times[partition]
+            if last is None:
+                kept.append(f"{spec}: kept, a file of it records no creation time")
+                continue
             if last >= cutoff_ms:
                 continue
             why[partition] = f"{spec} last updated {_local_text(last)}"

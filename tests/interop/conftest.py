@@ -31,6 +31,7 @@ if importlib.util.find_spec("pypaimon") is None:  # pragma: no cover - main venv
         "test_lookup_interop.py",
         "test_changelog_interop.py",
         "test_input_changelog_interop.py",
+        "test_tag_lifecycle_interop.py",
     ]
 
 

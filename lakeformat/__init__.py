@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from lakeformat.identifier import Identifier
     from lakeformat.operation.read import SnapshotWatch, TableInspect, snapshot_info
     from lakeformat.results import (
+        BranchInfo,
         CommitResult,
         CompactResult,
         CompactStats,
@@ -71,6 +72,7 @@ _LAZY = {
     "Table": "lakeformat.table",
     "CommitResult": "lakeformat.results",
     "TagInfo": "lakeformat.results",
+    "BranchInfo": "lakeformat.results",
     "MaintenanceResult": "lakeformat.results",
     "CompactResult": "lakeformat.results",
     "CompactStats": "lakeformat.results",
@@ -107,7 +109,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "Catalog", "Identifier", "Table", "CommitResult", "TagInfo", "SchemaChange", "Move",
+    "Catalog", "Identifier", "Table", "CommitResult", "TagInfo", "BranchInfo", "SchemaChange",
+    "Move",
     "MaintenanceResult", "CompactResult", "CompactStats", "TableInspect", "OptionNameWarning",
     "SnapshotWatch", "snapshot_info", "TableHealth", "DueAction", "DueReport",
     "LakeformatError", "UnsupportedError",

@@ -555,6 +555,18 @@ class Table:
         with self._maintaining("create_branch", False) as file_io:
             return BranchManager(file_io, self.path).create(name, tag)
 
+    def fast_forward(self, branch: str) -> list[str]:
+        """Make the table what branch `branch` is, as Paimon's `fast_forward`: the table's
+        snapshots from the branch's earliest snapshot id on, its schemas from that snapshot's
+        schema id on and the tags of those snapshots are deleted, and the branch's snapshot,
+        schema and tag files copied in (run it with no writer on the table: Java's takes no
+        lock either). Returns the metadata files deleted; the data files only they used are
+        left to `remove_orphan_files`."""
+        with self._maintaining("fast_forward", False) as file_io:
+            deleted = BranchManager(file_io, self.path).fast_forward(branch)
+        self.refresh()
+        return deleted
+
     def delete_branch(self, name: str) -> None:
         """Remove the branch directory, as Paimon's `delete_branch`: the data files written on
         the branch stay until `remove_orphan_files` finds nothing references them."""
@@ -703,6 +715,7 @@ class BranchTable(Table):
     branch = _read_only("branch")
     create_branch = _read_only("create_branch")
     delete_branch = _read_only("delete_branch")
+    fast_forward = _read_only("fast_forward")
 
     @property
     def inspect(self) -> TableInspect:

@@ -12,6 +12,11 @@ branch shares every file of the tag it was created from with the main branch.
   `0..schemaId` that exist; an empty branch gets the schemas `0..latest` and no snapshot.
 * Deleting removes the branch directory only: files written on the branch become orphans of
   the table, which orphan-file removal deletes.
+* Fast-forwarding the main branch to a branch deletes the main branch's snapshots from the
+  branch's earliest snapshot id on, its schemas from that snapshot's schema id on, its tags of
+  those snapshots and its `LATEST` hint, then copies the branch's `snapshot/`, `schema/` and
+  `tag/` files over (Java's `FileSystemBranchManager.fastForward`; files only the deleted
+  snapshots used become orphans).
 """
 
 from __future__ import annotations
@@ -20,12 +25,12 @@ import datetime as dt
 from dataclasses import replace
 
 from lakeformat.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
-from lakeformat.layout import BRANCH_DIR, TablePaths
+from lakeformat.layout import BRANCH_DIR, LATEST, TablePaths
 from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.meta.tag import TagManager
 from lakeformat.results import BranchInfo
 from lakeformat.schema.schema_manager import SchemaManager
-from lakeformat.storage import FileIO
+from lakeformat.storage import FileIO, StorageError
 
 BRANCH_PREFIX = "branch-"
 MAIN_BRANCH = "main"
@@ -149,3 +154,36 @@ class BranchManager:
         if not self.exists(name):
             raise NotFoundError(f"branch {name!r} does not exist")
         self.file_io.delete_dir(self.branch_path(name))
+
+    def fast_forward(self, name: str) -> list[str]:
+        """Make the main branch the branch `name` (see the module notes); returns the main
+        branch's files it deleted. Every main tag is read before anything is deleted."""
+        check_branch_name(name)
+        if not self.exists(name):
+            raise NotFoundError(f"branch {name!r} does not exist")
+        io = self.file_io
+        branch = self.snapshots(name)
+        earliest = branch.earliest_snapshot_id()
+        if earliest is None:
+            raise InvalidArgumentError(f"cannot fast-forward to branch {name!r}: it has no "
+                                       "snapshot")
+        first_schema = branch.snapshot(earliest).schema_id
+        snapshots = SnapshotManager(io, self.table_path)
+        schemas = SchemaManager(io, self.table_path)
+        tags = TagManager(io, self.table_path)
+        doomed = [snapshots.snapshot_path(i) for i in snapshots.snapshot_ids() if i >= earliest]
+        doomed += [schemas.schema_path(i) for i in schemas.schema_ids() if i >= first_schema]
+        doomed += [tags.tag_path(t.name) for t in tags.tags() if t.snapshot_id >= earliest]
+        io.delete(snapshots.paths.snapshot_hint(LATEST))
+        failed = io.delete_many(doomed)
+        if failed:
+            raise StorageError(f"fast-forward to branch {name!r} could not delete {failed[:5]}"
+                               "; nothing copied yet: run it again")
+        source = self.paths(name)
+        target = TablePaths(io, self.table_path)
+        for src, dst in ((source.snapshot_dir, target.snapshot_dir),
+                         (source.schema_dir, target.schema_dir),
+                         (source.tag_dir, target.tag_dir)):
+            for st in io.list_status(src):
+                io.write_bytes(io.join(dst, st.path.rsplit("/", 1)[-1]), io.read_bytes(st.path))
+        return doomed

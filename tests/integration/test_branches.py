@@ -333,3 +333,44 @@ def test_changelog_expiry_keeps_what_a_branch_snapshot_names(catalog, later):
     assert res.changelogs_deleted
     assert held <= all_files(t)
     assert sorted_rows(t.branch("b").read()) == tagged
+
+
+@local_disk
+def test_fast_forward_makes_the_table_the_branch(catalog, later):
+    """Java's fastForward: main's snapshots from the branch's earliest on, schemas from that
+    snapshot's schema on and tags of those snapshots go; the branch's files are copied in."""
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["dt", "id"],
+                             options={"bucket": "1"})
+    t.write(rows("d1", range(3), "a"))
+    t.write(rows("d1", range(3), "b"))
+    t.create_tag("t1", snapshot_id=2)
+    t.create_branch("b", tag="t1")
+    t.write(rows("d1", [7], "main"))  # main's snapshot 3, gone after the fast-forward
+    t.create_tag("t3")
+    t.alter([lf.SchemaChange.add_column("w", pa.int64())])
+    write_branch(t, "b", rows("d2", [1], "br"))  # the branch's snapshot 3
+    branch_rows = sorted_rows(t.branch("b").read())
+    with pytest.raises(lf.InvalidArgumentError):
+        t.fast_forward("main")
+    t.create_branch("empty")
+    with pytest.raises(lf.InvalidArgumentError, match="no snapshot"):
+        t.fast_forward("empty")
+
+    deleted = t.fast_forward("b")
+    j = t.file_io.join
+    assert sorted(deleted) == sorted([j(t.path, "snapshot", "snapshot-2"),
+                                      j(t.path, "snapshot", "snapshot-3"),
+                                      j(t.path, "schema", "schema-0"),
+                                      j(t.path, "schema", "schema-1"),
+                                      j(t.path, "tag", "tag-t1"), j(t.path, "tag", "tag-t3")])
+    fresh = catalog.get_table("db.t")
+    assert [s.id for s in fresh.snapshots()] == [1, 2, 3]
+    assert fresh.latest_snapshot().id == 3
+    assert [s.id for s in fresh.schemas()] == [0]
+    assert [x.name for x in fresh.list_tags()] == ["t1"]
+    assert sorted_rows(fresh.read()) == branch_rows
+    assert "w" not in fresh.schema.names
+    # main's own snapshot 3 wrote the only file nothing references now
+    res = fresh.remove_orphan_files(older_than=NOW, enforce_retention_duration=False)
+    assert res.data_files_deleted == 1
+    assert sorted_rows(fresh.read()) == branch_rows

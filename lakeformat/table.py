@@ -41,8 +41,8 @@ from lakeformat.operation.maintain import (
     check_auto_tags,
     clean_schemas,
     compact_manifests,
-    create_tag,
     create_auto_tags,
+    create_tag,
     delete_tag,
     expire_changelogs,
     expire_partitions,
@@ -696,27 +696,19 @@ class BranchTable(Table):
     def list_tags(self) -> list[TagInfo]:
         return list_tags(self.file_io, self.branch_path)
 
-    write = _read_only("write")
-    delete = _read_only("delete")
-    alter = _read_only("alter")
-    compact = _read_only("compact")
-    expire_snapshots = _read_only("expire_snapshots")
-    clean_schemas = _read_only("clean_schemas")
-    remove_orphan_files = _read_only("remove_orphan_files")
-    expire_partitions = _read_only("expire_partitions")
-    compact_manifests = _read_only("compact_manifests")
-    create_tag = _read_only("create_tag")
-    delete_tag = _read_only("delete_tag")
-    rollback_to = _read_only("rollback_to")
-    health = _read_only("health")
-    maintenance_due = _read_only("maintenance_due")
-    history = _read_only("history")
-    branches = _read_only("branches")
-    branch = _read_only("branch")
-    create_branch = _read_only("create_branch")
-    delete_branch = _read_only("delete_branch")
-    fast_forward = _read_only("fast_forward")
 
     @property
     def inspect(self) -> TableInspect:
         raise UnsupportedError(f"inspect on {self.name}: not offered for branches")
+
+
+#: what a branch offers: reads (every other public verb of `Table` is refused on a branch, a
+#: verb added later included, since it would act on the table's own snapshots)
+BRANCH_READS = frozenset({"read", "read_batches", "to_pandas", "to_polars", "files",
+                          "snapshots", "schemas", "latest_snapshot", "list_tags", "refresh",
+                          "find_commit", "delta_partitions"})
+for _verb, _member in list(vars(Table).items()):
+    if (not _verb.startswith("_") and callable(_member) and _verb not in BRANCH_READS
+            and _verb not in vars(BranchTable)):
+        setattr(BranchTable, _verb, _read_only(_verb))
+del _verb, _member

@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lakeformat.errors import LakeformatError, TagAlreadyExistsError, TagNotFoundError
+from lakeformat.errors import CleanupAbortedError, TagAlreadyExistsError, TagNotFoundError
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import Tag, TagManager
 from lakeformat.operation.maintain.tag_period import TagAutoOptions, local_time, tag_auto_options
@@ -194,8 +194,8 @@ class _TagAutoCreation:
             # Java's TagManager refuses a second auto-created tag on one snapshot
             already = [t.name for t in self._auto_tags() if t.snapshot_id == snap.id]
             if already:
-                raise LakeformatError(f"snapshot {snap.id} is already auto-tagged with "
-                                      f"{already}: not tagging it {name!r} too")
+                raise TagAlreadyExistsError(f"snapshot {snap.id} is already auto-tagged with "
+                                            f"{already}: not tagging it {name!r} too")
             if _create(self.tags, snap, name, self.opts):
                 self.result.created.append(name)
         self.next_tag = self.period.next_time(this_tag)
@@ -214,8 +214,8 @@ class _TagAutoCreation:
         for sid in sorted(by_snapshot)[:max(0, excess)]:
             names = by_snapshot[sid]
             if len(names) != 1:
-                raise LakeformatError(f"snapshot {sid} has more than one auto-created tag "
-                                      f"({', '.join(names)}): not deleting any of them")
+                raise CleanupAbortedError(f"snapshot {sid} has more than one auto-created tag "
+                                          f"({', '.join(names)}): not deleting any of them")
             self.deleter.delete(names[0])
 
 

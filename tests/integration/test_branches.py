@@ -34,6 +34,7 @@ from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.operation.maintain import TableReferences
 from lakeformat.operation.write import WriteJob, conform
 from lakeformat.schema.schema_manager import SchemaManager
+from lakeformat.table import BRANCH_READS
 
 DAY = 86400 * 1000
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])
@@ -290,8 +291,15 @@ def test_create_branch_rules_and_a_tag_whose_snapshot_expired(catalog, later):
     assert sorted_rows(t.branch("b").read()) == sorted_rows(rows("d1", range(3), "a"))
     with pytest.raises(lf.UnsupportedError, match="branch"):
         t.branch("b").write(rows("d1", [1], "x"))
-    with pytest.raises(lf.UnsupportedError):
-        t.branch("b").expire_snapshots()
+    # every verb but the reads is refused on a branch (each would act on the table's snapshots)
+    before = all_files(t)
+    verbs = [v for v, m in vars(lf.Table).items() if callable(m) and not v.startswith("_")
+             and v not in BRANCH_READS]
+    assert {"write", "compact", "expire_snapshots", "delete_tag", "fast_forward"} <= set(verbs)
+    for verb in verbs:
+        with pytest.raises(lf.UnsupportedError, match="does not write or maintain"):
+            getattr(t.branch("b"), verb)()
+    assert all_files(t) == before
     with pytest.raises(lf.NotFoundError):
         t.branch("nope")
     with pytest.raises(lf.NotFoundError):

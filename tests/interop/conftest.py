@@ -33,6 +33,7 @@ if importlib.util.find_spec("pypaimon") is None:  # pragma: no cover - main venv
         "test_input_changelog_interop.py",
         "test_tag_lifecycle_interop.py",
         "test_first_row_lookup_interop.py",
+        "test_record_level_expire_interop.py",
     ]
 
 

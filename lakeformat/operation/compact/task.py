@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from lakeformat import clock
 from lakeformat.data.file_read import format_of
 from lakeformat.data.kv_read import verify_data_file
 from lakeformat.data.kv_rolling import RollingKeyValueFileWriter
 from lakeformat.merge import merge_engine
-from lakeformat import clock
 from lakeformat.mergetree import (
     BUDGET_COPIES,
     KeyComparator,

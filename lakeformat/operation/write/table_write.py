@@ -41,12 +41,12 @@ from lakeformat.merge.sort import (
     sort_for_merge,
     stable_int_sort,
 )
+from lakeformat.mergetree import check_record_level_expire
 from lakeformat.meta.binary_row import to_avro_bytes
 from lakeformat.meta.bucket import bucket_ids, hash_rows
 from lakeformat.meta.data_file_meta import DataFileMeta
 from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile
 from lakeformat.meta.snapshot import Snapshot
-from lakeformat.mergetree import check_record_level_expire
 from lakeformat.operation.commit import CommitMessage
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.scan import FileStoreScan

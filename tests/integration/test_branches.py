@@ -250,10 +250,12 @@ def test_orphan_removal_cleans_stray_files_of_branch_snapshot_dirs_only(catalog,
     write_branch(t, "e", rows("d9", [1], "e"))
     assert sorted_rows(t.branch("e").read()) == [{"dt": "d9", "id": 1, "v": "e1"}]
     j = t.file_io.join
-    stray = j(t.path, "branch", "branch-e", "snapshot", "snapshot-1.tmp")
+    stray = j(t.path, "branch", "branch-e", "snapshot", ".snapshot-2.tmp")
     t.file_io.write_bytes(stray, b"x")
+    # Java's rule spares any `snapshot-*` name
+    t.file_io.write_bytes(j(t.path, "branch", "branch-e", "snapshot", "snapshot-2.bak"), b"x")
     keep = {p for p in all_files(t) if "/branch/" in p} - {stray}
-    assert len(keep) == 3  # schema-0, snapshot-1, LATEST
+    assert len(keep) == 4  # schema-0, snapshot-1, snapshot-2.bak, LATEST
     res = t.remove_orphan_files(older_than=NOW, enforce_retention_duration=False)
     assert res.deleted == [stray]
     assert keep <= all_files(t)

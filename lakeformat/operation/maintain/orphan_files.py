@@ -17,8 +17,8 @@ Branches (`branch/branch-<name>/`) write their data files and manifests into the
 directories, so, as Java does, what every branch's snapshots, tags and changelogs reference is
 used too; a branch without a schema file aborts the run (Java: "Branches ... have no
 schemas"), and so does a branch snapshot, tag or manifest that cannot be read. In a branch only
-stray files in `snapshot/` (not `snapshot-N`, `LATEST`, `EARLIEST`) are candidates, as Java's
-`cleanBranchSnapshotDir`; its schemas, tags and snapshots are never touched.
+stray files in `snapshot/` (not named `snapshot-*`, `LATEST`, `EARLIEST`) are candidates, as
+Java's `cleanBranchSnapshotDir`; its schemas, tags and snapshots are never touched.
 Never touched: `schema/`, `consumer/`, `changelog/`, and anything not laid out as Paimon lays
 out its files.
 """
@@ -103,9 +103,10 @@ def classify(file_io: FileIO, table_path: str, listing: list[FileStatus], partit
         parts = st.path[len(root):].split("/")
         top, name = parts[0], parts[-1]
         if top == BRANCH_DIR:
-            # branch/branch-<name>/snapshot/<stray>: Java's cleanBranchSnapshotDir
-            if (len(parts) == 4 and parts[1].startswith(BRANCH_PREFIX) and parts[2] == SNAPSHOT_DIR
-                    and numbered_id(name, SNAPSHOT_PREFIX) is None
+            # branch/branch-<name>/snapshot/<stray>: Java's cleanBranchSnapshotDir (its rule:
+            # any name not starting with `snapshot-`, other than the hints)
+            if (len(parts) == 4 and parts[1].startswith(BRANCH_PREFIX)
+                    and parts[2] == SNAPSHOT_DIR and not name.startswith(SNAPSHOT_PREFIX)
                     and name not in (LATEST, EARLIEST)):
                 out.append(Candidate(st, OTHER))
         elif len(parts) == 2 and top == MANIFEST_DIR:

@@ -343,10 +343,10 @@ class DueRunResult:
 
 class LakeformatRunDueActionsOperator(CommitIdentityMixin, EngineMixin, LakeformatBaseOperator):
     """Perform a table's due `actions` (the dicts `LakeformatDueActionsOperator` listed for
-    it) in the library's order (compaction, partition expiry, manifest compaction, snapshot
-    expiry, schema files, orphans), each through the Table verb that does it — so each holds
-    the table's maintenance lease as the maintenance operators do (`skip_when_busy` skips the
-    task when another job keeps it).
+    it) in the library's order (compaction, tag expiry, partition expiry, manifest compaction,
+    snapshot expiry, schema files, orphans), each through the Table verb that does it — so
+    each holds the table's maintenance lease as the maintenance operators do (`skip_when_busy`
+    skips the task when another job keeps it).
 
     Each action is checked again just before it runs (`Table.maintenance_due(thresholds)`):
     one a writer's own compaction already cleared is skipped with the reason. With

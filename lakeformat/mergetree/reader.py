@@ -318,7 +318,7 @@ class MergeTreeReader:
         sel = replaced = None
         if self.lookup:
             from_lookup = meta.lookup[run_of_row]
-            if self.first_row:
+            if self.first_row and (level == 0).any():
                 self._refuse_retracts(records, ~from_lookup)
                 sel = lookup_merge.select_first_row(emit, groups, level, from_lookup)
             else:
@@ -344,9 +344,9 @@ class MergeTreeReader:
         return MergedSlice(merged, log, replaced)
 
     def _refuse_retracts(self, records: pa.Table, own: np.ndarray) -> None:
-        """first-row's lookup compaction takes every record of the compaction through its
+        """first-row's lookup compaction (of level-0 records) takes every record through its
         merge function, which refuses a retract (unless `ignore-delete`) even for a key it then
-        drops [JAVA FirstRowMergeFunction.add]."""
+        drops or a lone record [JAVA FirstRowMergeFunction.add]."""
         if self.ctx.options.ignore_delete:
             return
         kinds = records[VALUE_KIND].to_numpy()

@@ -150,6 +150,7 @@ def measures(operation: str, result: Any, table: str | None = None) -> list[Meas
             ("schema_files_removed", result.get("schema_files_deleted")),
             (expired, result.get("snapshots_deleted")),
             ("partitions_expired", result.get("partitions_expired")),
+            ("tags_expired", result.get("tags_deleted")),
             ("files_dropped", result.get("data_files_dropped")),
             ("bytes_dropped", result.get("bytes_dropped"))))
     if _is_backfill(result):

@@ -96,9 +96,10 @@ class LakeformatDebtTrigger(BaseEventTrigger):
     debt episode (see the module docstring). `thresholds` override the tables' options by
     Paimon name, as for `LakeformatDueActionsOperator` (e.g. fire early with
     `{"num-sorted-run.compaction-trigger": 3}`); `kinds` is any of the due-action kinds
-    (`compact`, `full-compact`, `expire-partitions`, `compact-manifests`, `expire-snapshots`,
-    `clean-schemas`). Both are checked here: a bad one raises `InvalidArgumentError` naming
-    it, so a DAG built with it fails to import instead of watching for nothing."""
+    (`compact`, `full-compact`, `expire-tags`, `expire-partitions`, `compact-manifests`,
+    `expire-snapshots`, `clean-schemas`). Both are checked here: a bad one raises
+    `InvalidArgumentError` naming it, so a DAG built with it fails to import instead of
+    watching for nothing."""
 
     def __init__(self, *, pattern: str = "*.*", lakeformat_conn_id: str = DEFAULT_CONN_ID,
                  poll_interval: float = 60.0, thresholds: Mapping[str, Any] | None = None,

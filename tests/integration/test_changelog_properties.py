@@ -2,7 +2,7 @@
 
 Hypothesis draws a changelog producer (`lookup`, `full-compaction`, `none`), a changelog
 retention longer than the snapshot one, and a sequence of steps on a primary-key table on local
-disk: upserts, full compactions, consumers set or dropped (with or without
+disk: upserts, overwrites, full compactions, consumers set or dropped (with or without
 `consumer.changelog-only`), tags on random snapshots, changes of the changelog retention —
 interleaved with `expire_snapshots` (random retain_min / retain_max / max_deletes, everything
 older than now; changelog expiry runs after it as Java's commit does) and `expire_changelogs`
@@ -49,6 +49,7 @@ history_steps = st.one_of(
     st.tuples(st.just("write"), keys_st),
     st.tuples(st.just("write"), keys_st),
     st.tuples(st.just("write"), keys_st),
+    st.tuples(st.just("overwrite"), keys_st),
     st.tuples(st.just("compact")),
     st.tuples(st.just("consumer"), st.sampled_from(["c1", "c2"]), st.one_of(st.none(), pick)),
     st.tuples(st.just("tag"), pick),
@@ -99,9 +100,12 @@ class Harness:
     def history(self, step: tuple) -> None:
         t = self.t.refresh()
         kind = step[0]
-        if kind == "write":
+        if kind in ("write", "overwrite"):
             values = [f"s{self.step_no}-{k}" for k in step[1]]
-            t.write(pa.table({"id": step[1], "v": values}, schema=SCHEMA))
+            t.write(pa.table({"id": step[1], "v": values}, schema=SCHEMA),
+                    overwrite=kind == "overwrite")
+            if kind == "overwrite":
+                self.model.clear()
             self.model.update(zip(step[1], values))
             if self.producer == "full-compaction" and self.step_no % 2:
                 t.compact(full=True)

@@ -205,19 +205,30 @@ def _skip_set(refs: TableReferences, keepers: list[Snapshot], end_changelog: Sna
 
 def plan_changelog_expire(file_io: FileIO, table_path: str, schema: TableSchema,
                           view: ChangelogView, earliest: int, end: int,
-                          earliest_snapshot: Snapshot | None, delete_all: bool = False
-                          ) -> ChangelogPlan:
+                          earliest_snapshot: Snapshot | None, delete_all: bool = False,
+                          gone: frozenset[str] = frozenset()) -> ChangelogPlan:
     """What expiring changelogs `[earliest, end)` deletes. `delete_all`: every changelog,
-    the newest included (`end` is past it), keeping what the earliest snapshot and tags use."""
+    the newest included (`end` is past it), keeping what the earliest snapshot and tags use.
+    `gone`: paths a snapshot expiry planned in the same dry run deletes (read as missing)."""
     plan = ChangelogPlan(earliest, end)
     if end <= earliest:
         return plan
     refs = TableReferences(file_io, table_path, schema)
+
+    def _read_or_none(refs: TableReferences, name: str | None) -> list | None:
+        if not name or refs.manifest_path(name) in gone:
+            return None
+        try:
+            return refs.read_list(name)
+        except FileNotFoundError:
+            return None
+
     end_changelog = None if delete_all else view.get(end)
     if end_changelog is None and not delete_all:
         plan.skipped.append(f"changelog {end} is gone: nothing expired")
         return plan
-    ids = [i for i in range(earliest, end) if i in set(view.ids)]
+    listed = set(view.ids)
+    ids = [i for i in range(earliest, end) if i in listed]
     changelogs = [c for c in (view.get(i) for i in ids) if c is not None]
     plan.changelog_ids = [c.id for c in changelogs]
     keepers = [earliest_snapshot] if earliest_snapshot is not None else []
@@ -272,15 +283,6 @@ def plan_changelog_expire(file_io: FileIO, table_path: str, schema: TableSchema,
     return plan
 
 
-def _read_or_none(refs: TableReferences, name: str | None) -> list | None:
-    if not name:
-        return None
-    try:
-        return refs.read_list(name)
-    except FileNotFoundError:
-        return None
-
-
 def run_changelog_expiry(file_io: FileIO, table_path: str, schema: TableSchema,
                          cfg: ExpireConfig, result: MaintenanceResult, dry_run: bool,
                          pending: dict[int, Snapshot] | None = None,
@@ -307,10 +309,10 @@ def run_changelog_expiry(file_io: FileIO, table_path: str, schema: TableSchema,
                                .min_next_snapshot(), cfg)
     if span is None:
         return
-    plan = plan_changelog_expire(file_io, table_path, schema, view, span[0], span[1], first,
-                                 delete_all)
     # a dry run after snapshot expiry's: what that one deletes is still on storage here
-    gone = set(result.deleted)
+    gone = frozenset(result.deleted)
+    plan = plan_changelog_expire(file_io, table_path, schema, view, span[0], span[1], first,
+                                 delete_all, gone)
     for planned in (plan.data, plan.changelog, plan.manifests):
         for path in gone.intersection(planned):
             del planned[path]

@@ -72,7 +72,7 @@ from lakeformat.operation.write import (
     wants_merge_schema,
     write_options,
 )
-from lakeformat.options import parse_budget
+from lakeformat.options import parse_budget, parse_duration
 from lakeformat.results import (
     BranchInfo,
     CommitResult,
@@ -511,7 +511,9 @@ class Table:
         `time_retained` (default the table's `tag.default-time-retained`; none: forever) has
         passed and `expire_tags` runs."""
         if time_retained is None:
-            time_retained = self.refresh().options.get("tag.default-time-retained")
+            raw = self.refresh().options.get("tag.default-time-retained")
+            time_retained = None if raw is None else parse_duration(
+                raw, "tag.default-time-retained")
         return create_tag(self.file_io, self.path, name, snapshot_id, time_retained)
 
     def expire_tags(self, older_than: OlderThan = None, dry_run: bool = False

@@ -16,7 +16,7 @@ from lakeformat.errors import (
     TableNotFoundError,
     shown_value,
 )
-from lakeformat.identifier import Identifier, check_name
+from lakeformat.identifier import SYSTEM_TABLE_SPLITTER, Identifier, check_name
 from lakeformat.lock.base import TableLock
 from lakeformat.lock.lease import LeaseLock, lease_path
 from lakeformat.lock.table_locks import TableLocks
@@ -31,6 +31,9 @@ from lakeformat.schema.table_schema import TableSchema, new_schema
 from lakeformat.schema.types import DataField, assign_field_ids, from_arrow
 from lakeformat.storage import FileIO, get_file_io
 from lakeformat.table import Table
+
+#: Paimon's name of a table's branch: `table$branch_<name>` (`Identifier.SYSTEM_BRANCH_PREFIX`)
+BRANCH_MARKER = f"{SYSTEM_TABLE_SPLITTER}branch_"
 
 #: how long the loser of a create race waits for the winner's catalog record (JDBC)
 _RECORD_WAIT_S = 10.0
@@ -202,6 +205,13 @@ class Catalog:
         return self.metastore.table_exists(ident.database, ident.table)
 
     def get_table(self, identifier: str | Identifier) -> Table:
+        """`database.table`, or Paimon's `database.table$branch_<name>` for a branch of it
+        (read-only: `Table.branch`)."""
+        if isinstance(identifier, str):
+            database, dot, name = identifier.rpartition(".")
+            base, marker, branch = name.partition(BRANCH_MARKER)
+            if dot and marker:
+                return self.get_table(f"{database}.{base}").branch(branch)
         ident = Identifier.parse(identifier)
         if not self.metastore.table_exists(ident.database, ident.table):
             if not self.metastore.database_exists(ident.database):

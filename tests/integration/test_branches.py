@@ -122,6 +122,7 @@ def test_main_cleanup_keeps_everything_the_branch_reads(catalog, later):
     assert h["branch_files"] <= left
     b = catalog.get_table("db.t").branch("b")
     assert sorted_rows(b.read()) == h["branch_rows"]
+    assert sorted_rows(catalog.get_table("db.t$branch_b").read()) == h["branch_rows"]
     assert sorted_rows(b.read(tag="t1")) == h["tagged"]
     assert sorted_rows(b.read(snapshot_id=2)) == h["tagged"]
     assert sorted_rows(catalog.get_table("db.t").read()) == h["main_rows"]
@@ -304,6 +305,8 @@ def test_create_branch_rules_and_a_tag_whose_snapshot_expired(catalog, later):
     assert all_files(t) == before
     with pytest.raises(lf.NotFoundError):
         t.branch("nope")
+    with pytest.raises(lf.NotFoundError):
+        catalog.get_table("db.t$branch_nope")
     with pytest.raises(lf.NotFoundError):
         t.delete_branch("nope")
 

@@ -39,6 +39,7 @@ from lakeformat.operation.maintain import (
     OlderThan,
     auto_tags_after_commit,
     check_auto_tags,
+    check_manual_tag,
     clean_schemas,
     compact_manifests,
     create_auto_tags,
@@ -510,8 +511,10 @@ class Table:
         """Tag a snapshot (latest by default); a tag keeps its files from expiry until
         `time_retained` (default the table's `tag.default-time-retained`; none: forever) has
         passed and `expire_tags` runs."""
+        schema = self.refresh()._schema
+        check_manual_tag(self.file_io, self.path, schema, name, snapshot_id)
         if time_retained is None:
-            raw = self.refresh().options.get("tag.default-time-retained")
+            raw = schema.options.get("tag.default-time-retained")
             time_retained = None if raw is None else parse_duration(
                 raw, "tag.default-time-retained")
         return create_tag(self.file_io, self.path, name, snapshot_id, time_retained)

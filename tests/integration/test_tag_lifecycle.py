@@ -231,6 +231,16 @@ def test_retried_commit_and_a_second_run_create_no_duplicate(catalog, wall):
 
 
 @local_disk
+def test_a_second_auto_named_tag_on_an_auto_tagged_snapshot_is_refused(catalog, wall):
+    t = make(catalog, **{"tag.automatic-creation": "process-time"})
+    put(t, 1)
+    with pytest.raises(lf.TagAlreadyExistsError, match="already auto-tagged"):
+        t.create_tag("2024-03-01", 1)
+    t.create_tag("release-1", 1)  # any other name is fine
+    assert tags(t) == {"2024-03-08": 1, "release-1": 1}
+
+
+@local_disk
 def test_tags_follow_snapshots_a_failed_run_missed(catalog, wall):
     t = make(catalog)  # written without automatic tags (as by a write-only Flink job)
     put(t, 1)

@@ -68,6 +68,7 @@ from lakeformat.operation.maintain.schema_retention import (
 from lakeformat.operation.maintain.tag_auto import (
     AutoTagResult,
     check_auto_tags,
+    check_manual_tag,
     create_auto_tags,
 )
 from lakeformat.operation.maintain.tag_auto import (
@@ -93,6 +94,7 @@ __all__ = [
     "TagAutoOptions",
     "auto_tags_after_commit",
     "check_auto_tags",
+    "check_manual_tag",
     "create_auto_tags",
     "expire_tags",
     "expired_tags",

@@ -81,6 +81,23 @@ def check_auto_tags(schema: TableSchema, table_path: str) -> TagAutoOptions:
     return opts
 
 
+def check_manual_tag(file_io: FileIO, table_path: str, schema: TableSchema, name: str,
+                     snapshot_id: int | None) -> None:
+    """Java's `TagManager` on a table creating tags by process-time or watermark: a tag named
+    like an auto-created one is refused on a snapshot that already has an auto-created tag
+    (each snapshot holds at most one, which `tag.num-retained-max` relies on)."""
+    opts = tag_auto_options(schema.options)
+    if opts.mode not in ("process-time", "watermark") or not opts.period.is_auto_tag(name):
+        return
+    if snapshot_id is None:
+        snapshot_id = SnapshotManager(file_io, table_path).latest_snapshot_id()
+    already = [t.name for t in TagManager(file_io, table_path).tags()
+               if t.snapshot_id == snapshot_id and opts.period.is_auto_tag(t.name)]
+    if already:
+        raise TagAlreadyExistsError(f"snapshot {snapshot_id} is already auto-tagged with "
+                                    f"{already}: not tagging it {name!r} too")
+
+
 class _Deleter:
     """Deletes tags under the maintenance lock, taken at the first deletion and held to the
     end of the run."""

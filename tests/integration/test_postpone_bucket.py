@@ -255,3 +255,40 @@ def test_refusals(catalog):
     m.write(rows("a", [1], "x"))
     with pytest.raises(LakeformatError, match="postpone.merge-on-read"):
         m.read()
+
+
+@local_disk
+@pytest.mark.parametrize("meanwhile", ["postpone-write", "compaction"])
+def test_commit_during_compaction(catalog, monkeypatch, meanwhile):
+    """Postpone files written while a compaction runs stay for the next one; a compaction that
+    lost its postpone files to another one fails closed (its new files deleted, rows intact)."""
+    from lakeformat.operation.compact import CompactJob
+    from lakeformat.operation.compact import postpone as postpone_compaction
+
+    t = make(catalog, **{"postpone.default-bucket-num": "1"})
+    t.write(rows("a", [1, 2], "p"))
+    other = catalog.get_table("db.t")
+    pick = postpone_compaction.PostponeCompaction._pick
+
+    def racing(self, *args):
+        monkeypatch.setattr(postpone_compaction.PostponeCompaction, "_pick", pick)
+        if meanwhile == "postpone-write":
+            other.write(rows("a", [2, 3], "q"))
+        else:  # another process's compaction (this process holds the maintenance lock)
+            CompactJob(other.file_io, other.path, other.table_schema, "db.t").run()
+        return pick(self, *args)
+
+    monkeypatch.setattr(postpone_compaction.PostponeCompaction, "_pick", racing)
+    result = t.compact()
+    if meanwhile == "postpone-write":
+        assert result.snapshot_ids and not result.failed
+        assert content(t) == [("a", 1, "p1", 10), ("a", 2, "p2", 20)]
+        assert len(postpone_files(t)) == 1
+        t.compact()
+        assert content(t) == [("a", 1, "p1", 10), ("a", 2, "q2", 20), ("a", 3, "q3", 30)]
+    else:
+        assert not result.snapshot_ids and list(result.failed) == ["dt=a"]
+        assert content(t) == [("a", 1, "p1", 10), ("a", 2, "p2", 20)]
+        live = {f["file_name"] for f in t.files()}
+        bucket_dir = real_files(t)[0]["path"].rsplit("/", 1)[0]
+        assert {s.path.rsplit("/", 1)[-1] for s in t.file_io.list_status(bucket_dir)} == live

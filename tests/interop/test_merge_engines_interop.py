@@ -20,8 +20,9 @@ pypaimon/read/merge_engine_support.py):
   only: pypaimon's DeduplicateMergeFunction takes no ignore-delete flag, so retracts already in
   the files (options altered later) are still applied by pypaimon's reads (Java skips them).
 * first-row (+ ignore-delete): accepted, but batch reads skip level-0 files
-  (`batch_scan_skip_level0`, as Java does) and neither writer compacts, so pypaimon reads
-  nothing at all from a first-row table written by either library.
+  (`batch_scan_skip_level0`, as Java does) and neither writer compacts here (lakeformat's
+  with `lookup-wait` off), so pypaimon reads nothing at all from a first-row table written by
+  either library.
 * partial-update, plain only (also with table-level `sequence.field`). Retracts: its write
   buffer runs the merge function over every key of a batch of 2+ rows and raises
   NotImplementedError on a -U/-D; a -D alone in a one-row batch is written, but reading a key
@@ -470,9 +471,12 @@ CONFIGS = {
     "deduplicate-seq-asc": Config({"sequence.field": "seq"}, True, False),
     "deduplicate-seq-desc": Config(
         {"sequence.field": "seq", "sequence.field.sort-order": "descending"}, True, False),
-    "first-row": Config({"merge-engine": "first-row"}, False, False),
+    # lookup-wait off: lakeformat's first-row writer would compact after each commit (as
+    # Java's does), pypaimon's never does; the twins' snapshots stay in step
+    "first-row": Config({"merge-engine": "first-row", "lookup-wait": "false"}, False, False),
     "first-row-ignore-delete": Config(
-        {"merge-engine": "first-row", "first-row.ignore-delete": "true"}, True, False),
+        {"merge-engine": "first-row", "first-row.ignore-delete": "true",
+         "lookup-wait": "false"}, True, False),
     "partial-update": Config({"merge-engine": "partial-update"}, False, True),
     "aggregation": Config({"merge-engine": "aggregation", "fields.amount.aggregate-function": "sum",
                            "fields.name.aggregate-function": "listagg",

@@ -43,8 +43,7 @@ def test_write_refusals_name_option_and_operation_and_write_nothing(catalog, opt
     assert data_files(t) == [] and t.snapshots() == []
 
 
-@pytest.mark.parametrize("key, value", [("record-level.expire-time", "1 d"),
-                                        ("deletion-vectors.bitmap64", "true"),
+@pytest.mark.parametrize("key, value", [("deletion-vectors.bitmap64", "true"),
                                         ("compaction.force-up-level-0", "true")])
 def test_compaction_refusals_keep_the_table_as_it_was(catalog, key, value):
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})

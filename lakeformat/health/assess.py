@@ -42,7 +42,8 @@ def score_inputs(view: TableView) -> ScoreInputs:
     o, f = view.opts, view.figures
     pk = view.pk
     return ScoreInputs(
-        pk=pk, lookup=pk and (o.lookup_merge or bool(view.dvs)),
+        # first-row compacts by lookup too (its level-0 files are always picked)
+        pk=pk, lookup=pk and (o.lookup_merge or o.merge_engine == "first-row" or bool(view.dvs)),
         deleted_rows_apply=pk and (o.deletion_vectors_enabled or bool(view.dvs)),
         trigger=o.num_sorted_run_compaction_trigger, stop=o.num_sorted_run_stop_trigger,
         target=o.target_file_size_of(pk), delete_ratio=o.compaction_delete_ratio_threshold,

@@ -40,12 +40,13 @@ TIME_TYPES = ("INT", "BIGINT", "TIMESTAMP", "TIMESTAMP_LTZ")
 #: a BIGINT time at least this large is epoch milliseconds [JAVA RecordLevelExpire]
 MILLIS_FROM = 1_000_000_000_000
 
+#: the unit labels of Java's `TimeUtils` (lower case), in nanoseconds
 _NANOS = {
     **dict.fromkeys(("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 1),
-    **dict.fromkeys(("µs", "us", "micro", "micros", "microsecond", "microseconds"), 10**3),
+    **dict.fromkeys(("µs", "micro", "micros", "microsecond", "microseconds"), 10**3),
     **dict.fromkeys(("", "ms", "milli", "millis", "millisecond", "milliseconds"), 10**6),
     **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 10**9),
-    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60 * 10**9),
+    **dict.fromkeys(("m", "min", "minute", "minutes"), 60 * 10**9),
     **dict.fromkeys(("h", "hour", "hours"), 3600 * 10**9),
     **dict.fromkeys(("d", "day", "days"), 86400 * 10**9),
 }

@@ -213,6 +213,7 @@ def test_append_tables_keep_their_rows(tmp_path, now):
     ({"record-level.expire-time": "soon"}, "record-level.expire-time"),
     ({"record-level.expire-time": "1.5 h"}, "record-level.expire-time"),
     ({"record-level.expire-time": "3 fortnights"}, "record-level.expire-time"),
+    ({"record-level.expire-time": "2 mins"}, "record-level.expire-time"),  # not a Java label
     ({"record-level.time-field": None}, "record-level.time-field"),
     ({"record-level.time-field": "missing"}, "record-level.time-field"),
     ({"record-level.time-field": "v"}, "record-level.time-field"),

@@ -63,11 +63,12 @@ def pick_lookup_unit(levels: Levels, full: bool, universal: UniversalCompaction 
                      ) -> CompactUnit | None:
     runs = levels.sorted_runs()
     if full:
-        unit = pick_full_compaction(levels, force_rewrite_all, rewrite)
-        if unit is None and has_vectors and runs:
-            unit = CompactUnit(levels.max_level, tuple(f for r in runs for f in r.files),
-                               "deletion-vectors")
-        return unit
+        # a bucket that is one run at the top already: one with vectors is rewritten whole
+        # (its expired files with it); otherwise the files `rewrite` asks for
+        top_only = len(runs) == 1 and runs[0].level == levels.max_level
+        if has_vectors and top_only and not force_rewrite_all:
+            return CompactUnit(levels.max_level, tuple(runs[0].files), "deletion-vectors")
+        return pick_full_compaction(levels, force_rewrite_all, rewrite)
     assert universal is not None
     unit = universal.pick(levels.num_levels, runs)
     return unit if unit is not None else universal.force_pick_level_0(levels.num_levels, runs)

@@ -64,6 +64,9 @@ class Due:
         self.actions: list[DueAction] = []
         self.not_due: NotDue = {}
         self.full_tasks: list[CompactTask] = []  # what the full-compaction action covers
+        #: the partitions the partition-expiry action drops: not worth compacting first (and,
+        #: by update time, a compaction would make them look freshly written)
+        self.expiring: set[bytes] = set()
         f = view.figures
         self.index = {(p, int(b)): i for i, (p, b) in enumerate(zip(f.partition,
                                                                      f.bucket.tolist()))}
@@ -152,10 +155,13 @@ def rule_compaction(due: Due) -> None:
     interval = o.compaction_optimization_interval
     full = [a for a in due.actions if a.kind == "full-compact"]
     covered = {t.partition for t in due.full_tasks}
-    skipped = []
+    skipped, expiring = [], []
     for t in view.minor:
         i = due.index[(t.partition, t.bucket)]
         where = _where(view, t.partition, t.bucket)
+        if t.partition in due.expiring:
+            expiring.append(where)
+            continue
         runs = int(f.sorted_runs[i])
         if full and (t.partition in covered or not view.schema.partition_keys):
             # the full compaction due there does this work too; what was urgent stays so
@@ -195,9 +201,13 @@ def rule_compaction(due: Due) -> None:
             reasons.append(f"{where} has {runs} sorted runs >= {TRIGGER} {trigger} "
                            f"({t.reason}: {len(t.files)} files, {size})")
         tasks.append(t)
-    if not tasks and skipped:
-        due.not_due[rule] = (f"the full compaction due covers {', '.join(skipped[:3])}"
-                             + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""))
+    if not tasks and (skipped or expiring):
+        due.not_due[rule] = "; ".join(why for why in (
+            skipped and (f"the full compaction due covers {', '.join(skipped[:3])}"
+                         + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else "")),
+            expiring and (f"partition expiry drops {', '.join(expiring[:3])}"
+                          + (f" and {len(expiring) - 3} more" if len(expiring) > 3 else "")))
+            if why)
         return
     if not tasks:
         why = _no_compaction(view, trigger)
@@ -254,6 +264,8 @@ def rule_full(due: Due) -> None:
         hit = 0
         most = 0
         for t, last in zip(plan, lasts):
+            if t.partition in due.expiring:
+                continue
             count = int((times > last).sum())
             most = max(most, count)
             if count >= n:
@@ -281,7 +293,7 @@ def rule_full(due: Due) -> None:
         hit = 0
         for i in np.flatnonzero(ratio > threshold).tolist():
             key = (f.partition[i], int(f.bucket[i]))
-            if key not in full:
+            if key not in full or key[0] in due.expiring:
                 continue
             hit += 1
             picks[key] = full[key]
@@ -419,6 +431,7 @@ def rule_partitions(due: Due) -> None:
         return
     chosen = expired[:max_num]
     chosen_parts = {p for _, p in chosen}
+    due.expiring = chosen_parts
     f = view.figures
     m = np.fromiter((p in chosen_parts for p in f.partition), np.bool_, len(f))
     x = due.inputs
@@ -482,8 +495,9 @@ def rule_tags(due: Due) -> None:
         work_files=len(names), work_bytes=METADATA_WORK), due.inputs)
 
 
+#: partition expiry is judged first: compaction rules leave the partitions it drops alone
 RULES: tuple[Callable[[Due], None], ...] = (
-    rule_full, rule_compaction, rule_tags, rule_partitions, rule_manifests, rule_expiry,
+    rule_partitions, rule_full, rule_compaction, rule_tags, rule_manifests, rule_expiry,
     rule_schemas, rule_orphans)
 
 

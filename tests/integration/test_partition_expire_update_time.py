@@ -155,6 +155,27 @@ def test_health_rule_agrees_and_its_action_drops_the_same_partitions(catalog, at
     assert regions(t) == {"z", "w"}
 
 
+@local_disk
+def test_compaction_is_not_proposed_for_the_partitions_expiry_drops(catalog, at):
+    """Compacting a partition about to be dropped is wasted work, and by update time the
+    rewrite would make it look freshly written: the compaction rules leave it to expiry."""
+    t = table(catalog, **{"num-sorted-run.compaction-trigger": "2"})
+    for i in range(3):  # three sorted runs in each partition
+        t.write(rows(["old", "new"], ids=(i,)))
+    at(6)
+    t.write(rows(["new"], ids=(9,)))
+    due = t.maintenance_due()
+    kinds = {a.kind: a for a in due.actions}
+    assert kinds["expire-partitions"].figures["partitions"] == ["region=old"]
+    assert [p["region"] for p in kinds["compact"].arguments["partitions"]] == ["new"]
+    assert "region=old" not in kinds["compact"].reason
+    for action in due.actions:  # in the order the maintenance DAG runs them
+        perform(t, action)
+    assert regions(t) == {"new"}
+    t.write(rows(["old"], ids=(5,)))
+    assert t.maintenance_due().not_due.get("partition.expiration-time", "").startswith("no ")
+
+
 def test_the_rule_needs_the_update_times(tmp_path):
     cat = lf.Catalog(str(tmp_path / "wh"))
     cat.create_database("db")

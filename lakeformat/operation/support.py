@@ -84,6 +84,10 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("postpone.merge-on-read", "true", (READ,),
             "postpone records are not merged into reads (they show once compacted)",
             lambda s, o: _is_true("postpone.merge-on-read")(s, o) if o.bucket == -2 else None),
+    Refusal("pk-clustering-override", "true", (READ, WRITE, COMPACT),
+            "its data files are sorted by clustering.columns, not the primary key, so the "
+            "merge of sorted runs would return wrong rows",
+            lambda s, o: _is_true("pk-clustering-override")(s, o) if s.primary_keys else None),
     Refusal("bucket", "0, below -2", (WRITE,), "not a bucket count (invalid option)",
             _bucket(lambda b: b == 0 or b < -2)),
     Refusal("bucket-function.type", "anything but default", (WRITE,),

@@ -3,6 +3,7 @@ and the operation, nothing is written, and the README lists the same table."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -55,6 +56,25 @@ def test_compaction_refusals_keep_the_table_as_it_was(catalog, key, value):
         t.compact()
     assert data_files(t) == before and len(t.snapshots()) == 2
     assert t.read().sort_by("id").to_pylist() == [{"id": 0, "v": 0}, {"id": 1, "v": 1}]
+
+
+def test_a_primary_key_table_clustered_by_other_columns_is_refused_by_read_and_compact(catalog):
+    """Java's `pk-clustering-override` sorts a primary-key table's files by
+    `clustering.columns`: merging them by key would return wrong rows."""
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write(pa.table({"id": [2, 1], "v": [1, 2]}))
+    # the option is immutable: a table Java created with it (its schema file says so)
+    schema_file = t.file_io.join(t.path, "schema", "schema-0")
+    stored = json.loads(t.file_io.read_bytes(schema_file))
+    stored["options"]["pk-clustering-override"] = "true"
+    t.file_io.delete(schema_file)
+    t.file_io.write_bytes(schema_file, json.dumps(stored).encode())
+    t = catalog.get_table("db.t")
+    before = data_files(t)
+    for verb in (t.read, t.compact, lambda: t.write(pa.table({"id": [3], "v": [3]}))):
+        with pytest.raises(lf.UnsupportedError, match="pk-clustering-override=true"):
+            verb()
+    assert data_files(t) == before and len(t.snapshots()) == 1
 
 
 def test_readme_lists_the_refusal_table():

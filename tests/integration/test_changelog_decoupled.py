@@ -339,3 +339,86 @@ def test_health_reports_a_decoupled_table(catalog):
     assert expiry and "refuse" not in expiry[0].reason
     h.t.expire_snapshots()
     assert not [a for a in h.t.maintenance_due().actions if a.kind == "expire-snapshots"]
+
+
+# -- tags and rollback on a decoupled table -----------------------------------------------------
+def tag_an_expired_snapshot(h: History) -> int:
+    """Tag a snapshot that carries a changelog (an APPEND with `none`, else a COMPACT), then
+    expire snapshots: it lives on both as the tag and as `changelog-<id>`, sharing its lists
+    and files."""
+    t = h.t
+    latest = t.latest_snapshot().id
+    kind = "APPEND" if h.producer == "none" else "COMPACT"
+    tagged = max(i for i, s in h.json.items() if s["commitKind"] == kind and i < latest - 2)
+    t.create_tag("x", tagged)
+    t.expire_snapshots()
+    assert tagged in ChangelogManager(t.file_io, t.path).changelog_ids()
+    assert not t.snapshot_manager.exists(tagged) and h.files[tagged]
+    return tagged
+
+
+@local_disk
+@pytest.mark.parametrize("producer", PRODUCERS)
+@pytest.mark.parametrize("how", ["delete_tag", "expire_tags"])
+def test_deleting_a_tag_keeps_what_the_retained_changelogs_replay(catalog, producer, how):
+    """Deleting (or expiring) the tag of a snapshot that expired into `changelog-<id>` deletes
+    what only the tag held, never the lists, manifests and files a retained changelog reads
+    (its changelog files; with `none` its delta and base lists and the level-0 files its delta
+    added, which a later changelog's compaction replaced)."""
+    h = build(catalog, producer, **{"changelog.num-retained.min": "20",
+                                    "changelog.num-retained.max": "20"})
+    t = h.t
+    tagged = tag_an_expired_snapshot(h)
+    before = {cid: changelog_files(t, c) for cid, c in retained(t).items()}
+    if how == "delete_tag":
+        dry = t.delete_tag("x", dry_run=True)
+        assert t.list_tags()
+        r = t.delete_tag("x")
+        assert r.deleted == dry.deleted
+    else:
+        r = t.expire_tags(older_than=dt.timedelta(0))
+    assert t.list_tags() == [] and r.deleted[0].endswith("tag-x")
+    kept = h.check()  # every retained changelog replays its rows from files that exist
+    assert tagged in kept and {cid: changelog_files(t, c) for cid, c in kept.items()} == before
+    assert h.leftovers() == []  # what only the tag held went
+    # the changelogs then expire on their own terms, taking their files
+    t.expire_changelogs(retain_max=2, retain_min=2)
+    h.check()
+    assert not any(os.path.exists(p) for p in h.files[tagged])
+    assert h.leftovers() == []
+
+
+@local_disk
+@pytest.mark.parametrize("producer", ["lookup", "none"])
+def test_rollback_deletes_the_changelogs_after_the_target(catalog, producer):
+    """As Java's `RollbackHelper`: `changelog-<id>` after the target goes (newest first,
+    `changelog/LATEST` naming the target), so a streaming reader resuming after the target
+    reads the new history, not the one rolled back."""
+    h = build(catalog, producer, **{"changelog.num-retained.min": "20",
+                                    "changelog.num-retained.max": "20"})
+    t = h.t
+    t.create_tag("early", 1)
+    tagged = tag_an_expired_snapshot(h)
+    cm = ChangelogManager(t.file_io, t.path)
+    ids = cm.changelog_ids()
+    later_ids = [i for i in reversed(ids) if i > tagged]
+    assert later_ids
+    dry = t.rollback_to("x", dry_run=True)
+    assert dry.changelogs_deleted == later_ids and cm.changelog_ids() == ids
+    assert {cm.changelog_path(i) for i in later_ids} <= set(dry.deleted)
+    r = t.rollback_to("x")
+    assert r.changelogs_deleted == later_ids
+    assert cm.changelog_ids() == [i for i in ids if i <= tagged]
+    assert cm.latest_id() == tagged
+    assert t.file_io.read_bytes(cm.hint_path("LATEST")).decode() == str(tagged)
+    assert [s.id for s in t.snapshot_manager.snapshots()] == [tagged]
+    for cid, c in retained(t.refresh()).items():
+        assert changelog_rows(t, c) == h.rows[cid], cid
+    # back before every changelog left: all go, and LATEST is -1 as Java writes it
+    t.expire_changelogs(retain_max=1, retain_min=1)
+    assert cm.changelog_ids() == [tagged]
+    r = t.rollback_to("early")
+    assert r.changelogs_deleted == [tagged] and cm.changelog_ids() == []
+    assert t.file_io.read_bytes(cm.hint_path("LATEST")).decode() == "-1"
+    assert [s.id for s in t.snapshot_manager.snapshots()] == [1]
+    assert changelog_rows(t, t.latest_snapshot()) == h.rows[1]

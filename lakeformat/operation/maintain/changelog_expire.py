@@ -169,37 +169,13 @@ def changelog_range(view: ChangelogView, latest_snapshot: int | None, pinned: in
     return earliest, end
 
 
-def _lists_of(refs: TableReferences, snap: Snapshot, names: tuple[str | None, ...]
-              ) -> set[str]:
-    """The lists among `names` that still exist, and the manifests in them (a changelog's
-    base and delta lists may be gone: snapshot expiry removes them when a changelog list
-    carries the changelog)."""
-    out: set[str] = set()
-    for name in names:
-        if not name:
-            continue
-        try:
-            metas = refs.read_list(name)
-        except FileNotFoundError:
-            continue
-        out.add(name)
-        out.update(m.file_name for m in metas)
-    return out
-
-
 def _skip_set(refs: TableReferences, keepers: list[Snapshot], end_changelog: Snapshot | None
               ) -> tuple[set[str], set[str]]:
     """(files, names under manifest/ and statistics/) that the keepers use: live data and
     changelog files, lists, manifests, index manifests, statistics."""
     files, meta = refs.keep_sets(keepers)
     if end_changelog is not None:
-        meta |= _lists_of(refs, end_changelog, (end_changelog.base_manifest_list,
-                                                end_changelog.delta_manifest_list,
-                                                end_changelog.changelog_manifest_list))
-        if end_changelog.index_manifest:
-            meta.add(end_changelog.index_manifest)
-        if end_changelog.statistics:
-            meta.add(end_changelog.statistics)
+        meta |= refs.changelog_metadata(end_changelog)[1]
     return files, meta
 
 
@@ -214,15 +190,6 @@ def plan_changelog_expire(file_io: FileIO, table_path: str, schema: TableSchema,
     if end <= earliest:
         return plan
     refs = TableReferences(file_io, table_path, schema)
-
-    def _read_or_none(refs: TableReferences, name: str | None) -> list | None:
-        if not name or refs.manifest_path(name) in gone:
-            return None
-        try:
-            return refs.read_list(name)
-        except FileNotFoundError:
-            return None
-
     end_changelog = None if delete_all else view.get(end)
     if end_changelog is None and not delete_all:
         plan.skipped.append(f"changelog {end} is gone: nothing expired")
@@ -244,8 +211,11 @@ def plan_changelog_expire(file_io: FileIO, table_path: str, schema: TableSchema,
     for c in changelogs:
         names: set[str] = set()
         try:
+            lists = refs.existing_lists((c.changelog_manifest_list,) if c.changelog_manifest_list
+                                        else (c.delta_manifest_list, c.base_manifest_list),
+                                        gone)
             if c.changelog_manifest_list:
-                metas = _read_or_none(refs, c.changelog_manifest_list)
+                metas = lists.get(c.changelog_manifest_list)
                 if metas is not None:
                     names.add(c.changelog_manifest_list)
                     names.update(m.file_name for m in metas)
@@ -256,7 +226,7 @@ def plan_changelog_expire(file_io: FileIO, table_path: str, schema: TableSchema,
                                 if r.path not in keep_files:
                                     plan.changelog.setdefault(r.path, r.size)
             else:
-                metas = _read_or_none(refs, c.delta_manifest_list)
+                metas = lists.get(c.delta_manifest_list)
                 if metas is not None:
                     names.add(c.delta_manifest_list)
                     names.update(m.file_name for m in metas)
@@ -265,7 +235,7 @@ def plan_changelog_expire(file_io: FileIO, table_path: str, schema: TableSchema,
                         for r in refs.file_refs(e):
                             if r.path not in keep_files:
                                 plan.data.setdefault(r.path, r.size)
-                base = _read_or_none(refs, c.base_manifest_list)
+                base = lists.get(c.base_manifest_list)
                 if base is not None:
                     names.add(c.base_manifest_list)
                     names.update(m.file_name for m in base)

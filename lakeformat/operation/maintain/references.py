@@ -8,7 +8,7 @@ A read failure is never swallowed here: callers decide to delete less.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from threading import Lock
 
@@ -24,6 +24,7 @@ from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
 from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.scan import FileStoreScan
+from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
 
@@ -110,6 +111,56 @@ class TableReferences(FileStoreScan):
             with self._lock:
                 self._index_cache[index_manifest] = cached
         return cached
+
+    def existing_lists(self, names: Iterable[str | None], gone: Collection[str] = ()
+                       ) -> dict[str, list[ManifestFileMeta]]:
+        """The manifest lists among `names` that still exist, each with its manifests. A
+        long-lived changelog names lists snapshot expiry may have removed as Java does (its base
+        and delta lists when a changelog list carries the changelog): a missing list, or one
+        whose path is in `gone` (deleted by a job planned in the same dry run), is left out.
+        Any other read failure raises."""
+        found: dict[str, list[ManifestFileMeta]] = {}
+        for name in names:
+            if not name or name in found or self.manifest_path(name) in gone:
+                continue
+            try:
+                found[name] = self.read_list(name)
+            except FileNotFoundError:
+                continue
+        return found
+
+    def changelog_keep_sets(self, changelogs: Iterable[Snapshot]) -> tuple[set[str], set[str]]:
+        """What long-lived changelogs need kept, their lists read leniently
+        (`existing_lists`): paths of the files a changelog reader opens (those its changelog
+        list adds; with `changelog-producer=none`, those an APPEND changelog's delta adds), and
+        the names under `manifest/` and `statistics/` they need (`changelog_metadata`)."""
+        none = CoreOptions(self.schema.options).changelog_producer == "none"
+        files: set[str] = set()
+        meta: set[str] = set()
+        for c in changelogs:
+            lists, names = self.changelog_metadata(c)
+            meta |= names
+            read = c.changelog_manifest_list or (
+                c.delta_manifest_list if none and c.commit_kind == "APPEND" else None)
+            for e in self.read_entries(lists.get(read or "", [])):
+                if e.kind == FileKind.ADD:
+                    files.update(r.path for r in self.file_refs(e))
+        return files, meta
+
+    def changelog_metadata(self, changelog: Snapshot
+                           ) -> tuple[dict[str, list[ManifestFileMeta]], set[str]]:
+        """A long-lived changelog's own lists still there (`existing_lists`), and the names
+        under `manifest/` and `statistics/` it needs: those lists, their manifests, its index
+        manifest and statistics. Its own lists are those changelog expiry removes with it: its
+        changelog list, or without one its base and delta lists (`changelog-producer=none`;
+        otherwise Java's snapshot expiry removed them, and any still there belong to a tag).
+        """
+        c = changelog
+        lists = self.existing_lists((c.changelog_manifest_list,) if c.changelog_manifest_list
+                                    else (c.base_manifest_list, c.delta_manifest_list))
+        names = set(lists).union(m.file_name for metas in lists.values() for m in metas)
+        names.update(n for n in (c.index_manifest, c.statistics) if n)
+        return lists, names
 
     def keep_index(self, keepers: Iterable[Snapshot]) -> set[str]:
         """Paths of the index files these snapshots/tags use (raises when one cannot be read:
@@ -217,34 +268,39 @@ class ReferenceScan:
         except FileNotFoundError:
             return None
 
-    def _listing(self) -> list[tuple[tuple[str, str], str]]:
-        io = self.file_io
-        out = [(("snapshot", str(sid)), self.snapshots.snapshot_path(sid))
+    def _listing(self) -> list[tuple[tuple[str, str], str, bool]]:
+        """(key, path, is a long-lived changelog) of every file to read."""
+        out = [(("snapshot", str(sid)), self.snapshots.snapshot_path(sid), False)
                for sid in self.snapshots.snapshot_ids()]
-        out += [(("tag", name), self.tags.tag_path(name)) for name in self.tags.names()]
-        for st in io.list_status(TablePaths(io, self.table_path).changelog_dir):
-            base = st.path.rsplit("/", 1)[-1]
-            if numbered_id(base, CHANGELOG_PREFIX) is not None:
-                out.append((("changelog", base), st.path))
+        out += [(("tag", name), self.tags.tag_path(name), False) for name in self.tags.names()]
+        out += [(("changelog", base), path, True) for base, path in
+                self._changelogs(TablePaths(self.file_io, self.table_path).changelog_dir)]
         return (out if self.main else []) + self._branch_listing()
 
-    def _branch_listing(self) -> list[tuple[tuple[str, str], str]]:
+    def _changelogs(self, changelog_dir: str) -> list[tuple[str, str]]:
+        """(file name, path) of each `changelog-<id>` in a `changelog/` directory."""
+        out = []
+        for st in self.file_io.list_status(changelog_dir):
+            base = st.path.rsplit("/", 1)[-1]
+            if numbered_id(base, CHANGELOG_PREFIX) is not None:
+                out.append((base, st.path))
+        return out
+
+    def _branch_listing(self) -> list[tuple[tuple[str, str], str, bool]]:
         """Every branch's snapshots, tags and changelogs, keyed `("branch", "<name>:<file>")`:
         a branch's data files and manifests live in the table's directories (Java's
-        `OrphanFilesClean` gathers used files over every branch)."""
-        io = self.file_io
-        out: list[tuple[tuple[str, str], str]] = []
+        `OrphanFilesClean` gathers used files over every branch). A branch's changelogs are
+        read as the main branch's are (leniently: `_changelog_refs`)."""
+        out: list[tuple[tuple[str, str], str, bool]] = []
         for name in self.branches.names():
             snapshots = self.branches.snapshots(name)
-            out += [(("branch", f"{name}:{SNAPSHOT_PREFIX}{sid}"), snapshots.snapshot_path(sid))
-                    for sid in snapshots.snapshot_ids()]
+            out += [(("branch", f"{name}:{SNAPSHOT_PREFIX}{sid}"), snapshots.snapshot_path(sid),
+                     False) for sid in snapshots.snapshot_ids()]
             tags = self.branches.tags(name)
-            out += [(("branch", f"{name}:{TAG_PREFIX}{tag}"), tags.tag_path(tag))
+            out += [(("branch", f"{name}:{TAG_PREFIX}{tag}"), tags.tag_path(tag), False)
                     for tag in tags.names()]
-            for st in io.list_status(self.branches.paths(name).changelog_dir):
-                base = st.path.rsplit("/", 1)[-1]
-                if numbered_id(base, CHANGELOG_PREFIX) is not None:
-                    out.append((("branch", f"{name}:{base}"), st.path))
+            out += [(("branch", f"{name}:{base}"), path, True) for base, path in
+                    self._changelogs(self.branches.paths(name).changelog_dir)]
         return out
 
     def refresh(self) -> int:
@@ -254,14 +310,14 @@ class ReferenceScan:
         except Exception as e:
             raise self._fail("the snapshot, tag, changelog and branch directories", e) from e
         new = 0
-        for key, path in listing:
+        for key, path, changelog in listing:
             if key in self.read:
                 continue
             try:
                 snap = self._load(path)
                 if snap is None:
                     continue
-                self._add(snap, key)
+                self._add(snap, key, changelog)
             except Exception as e:
                 raise self._fail(f"{key[0]} {key[1]} ({path})", e) from e
             self.read[key] = snap
@@ -276,11 +332,11 @@ class ReferenceScan:
                                   f"deleted: snapshots and tags kept changing over "
                                   f"{MAX_SCAN_ROUNDS} scans")
 
-    def _add(self, snap: Snapshot, key: tuple[str, str]) -> None:
+    def _add(self, snap: Snapshot, key: tuple[str, str], changelog_file: bool) -> None:
         refs = self.refs
         self.schema_ids.add(snap.schema_id)
         self.holders.setdefault(snap.schema_id, key)
-        if key[0] == "changelog":
+        if changelog_file:
             data, changelog = self._changelog_refs(snap)
         else:
             self.names.update(refs.metadata_names(snap))
@@ -309,15 +365,9 @@ class ReferenceScan:
         they list are referenced, a missing list is not an error. A manifest missing from an
         existing list still is."""
         refs = self.refs
-        found: dict[str, list[ManifestFileMeta]] = {}
-        for name in (snap.base_manifest_list, snap.delta_manifest_list,
-                     snap.changelog_manifest_list):
-            if name:
-                try:
-                    found[name] = refs.read_list(name)
-                except FileNotFoundError:
-                    continue
-                self.names.add(name)
+        found = refs.existing_lists((snap.base_manifest_list, snap.delta_manifest_list,
+                                     snap.changelog_manifest_list))
+        self.names.update(found)
         if snap.index_manifest:
             try:
                 files = refs.index_files(snap.index_manifest)

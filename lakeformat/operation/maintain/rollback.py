@@ -1,7 +1,10 @@
 """Rollback to a snapshot or tag, as Paimon's RollbackHelper does.
 
 The target becomes the latest snapshot: `LATEST` is pointed at it first, then later snapshot
-files are deleted newest first (readers never see a gap), then tags of later snapshots. Data
+files are deleted newest first (readers never see a gap), then the long-lived changelogs
+(`changelog/changelog-<id>`) after the target, newest first once `changelog/LATEST` names the
+target (or -1 when none is left; Java's `RollbackHelper.cleanLongLivedChangelogs`: a streaming
+reader must not replay a history rolled back), then tags of later snapshots. Data
 and manifest files that only the removed snapshots used are left for `remove_orphan_files`,
 as in Paimon. Rolling back to a tag whose snapshot has expired restores the snapshot file from
 the tag first. A dry run checks the target and lists what a rollback would delete, changing
@@ -14,6 +17,7 @@ import time
 from dataclasses import replace
 
 from lakeformat.errors import SnapshotNotFoundError
+from lakeformat.meta.changelog import ChangelogManager
 from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.meta.tag import TagManager
 from lakeformat.results import MaintenanceResult
@@ -50,6 +54,7 @@ def rollback_to(file_io: FileIO, table_path: str, table_name: str, target: int |
                 file_io.delete(path)
             result.snapshots_deleted.append(sid)
             result.deleted.append(path)
+    _clean_changelogs(file_io, table_path, target_id, result, dry_run)
     for tag in tags.tags():
         if tag.snapshot_id > target_id:
             if not dry_run:
@@ -63,3 +68,22 @@ def rollback_to(file_io: FileIO, table_path: str, table_name: str, target: int |
         else earliest
     result.duration_s = round(time.monotonic() - start, 3)
     return result
+
+
+def _clean_changelogs(file_io: FileIO, table_path: str, target_id: int,
+                      result: MaintenanceResult, dry_run: bool) -> None:
+    """Delete `changelog-<id>` for every id after the target, newest first, the LATEST hint
+    rewritten first. Their files are left for orphan removal, as the snapshots' are."""
+    manager = ChangelogManager(file_io, table_path)
+    ids = manager.changelog_ids()
+    later = [i for i in reversed(ids) if i > target_id]
+    if not later:
+        return
+    if not dry_run:
+        manager.commit_latest_hint(target_id if len(later) < len(ids) else -1)
+    for cid in later:
+        path = manager.changelog_path(cid)
+        if not dry_run:
+            file_io.delete(path)
+        result.changelogs_deleted.append(cid)
+        result.deleted.append(path)

@@ -7,7 +7,12 @@ those not used by the earliest snapshot or by any other tag (Java compares with 
 neighbouring tags only; every other tag is consulted here, which can only delete less).
 Nor does a file any branch's snapshot, tag or changelog references go: Java's `TagDeletion`
 does not look at branches, so deleting the tag a branch was made from (which Java allows, as
-here) would leave the branch unreadable once its snapshot expired.
+here) would leave the branch unreadable once its snapshot expired. Nor what a long-lived
+changelog (`changelog/changelog-<id>`, decoupled changelog) still reads: its lists that remain,
+their manifests, the files its changelog list adds and (`changelog-producer=none`) the level-0
+files its delta adds. Java's tag deletion never deletes changelog manifests or files; for
+`none` it deletes the delta's lists and files, which a retained changelog then cannot replay:
+here those stay until changelog expiry removes them.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import time
 from collections.abc import Collection
 
 from lakeformat.errors import InvalidOptionError, SnapshotNotFoundError
+from lakeformat.meta.changelog import ChangelogManager
 from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.meta.tag import Tag, TagManager, check_tag_name
 from lakeformat.operation.maintain.cleanup import delete_paths
@@ -89,6 +95,11 @@ def delete_tag(file_io: FileIO, table_path: str, schema: TableSchema, table_name
     stats: list[str] = []
     try:
         keep_files, keep_meta = refs.keep_sets(keepers)
+        # a retained changelog replays from these (one that cannot be read: nothing deleted)
+        changelogs = ChangelogManager(file_io, table_path).changelogs()
+        cl_files, cl_meta = refs.changelog_keep_sets(changelogs)
+        keep_files |= cl_files
+        keep_meta |= cl_meta
         snap = tag.snapshot
         for e in refs.live_entries(snap):
             for r in refs.file_refs(e):

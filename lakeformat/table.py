@@ -9,10 +9,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from lakeformat.branch_table import BranchView, refuse_other_verbs
 from lakeformat.errors import (
     InvalidArgumentError,
     InvalidOptionError,
-    NotFoundError,
     SnapshotNotFoundError,
     TableNotFoundError,
     TagNotFoundError,
@@ -29,7 +29,7 @@ from lakeformat.health import (
 )
 from lakeformat.lock.table_locks import NO_LOCKS, TableLocks
 from lakeformat.meta.binary_row import from_avro_bytes
-from lakeformat.meta.branch import BranchManager, check_branch_name
+from lakeformat.meta.branch import BranchManager
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
 from lakeformat.operation.commit import check_commit_identity
@@ -661,59 +661,8 @@ class Table:
             return result
 
 
-def _read_only(verb: str) -> Callable[..., Any]:
-    def refuse(self: BranchTable, *args: Any, **kwargs: Any) -> Any:
-        raise UnsupportedError(f"{verb} on {self.name}: lakeformat reads branches but does not "
-                               "write or maintain them (maintain the table: its cleanup keeps "
-                               "what every branch references)")
-    refuse.__name__ = verb
-    return refuse
+class BranchTable(BranchView, Table):
+    """A branch of a table (`Table.branch(name)`), read-only (`lakeformat.branch_table`)."""
 
 
-class BranchTable(Table):
-    """A branch of a table (`Table.branch(name)`), read-only: its snapshots, tags and schemas are
-    under `branch/branch-<name>/`, its data files and manifests in the table's directories."""
-
-    def __init__(self, table: Table, branch: str):
-        check_branch_name(branch)
-        manager = BranchManager(table.file_io, table.path)
-        if not manager.exists(branch):
-            raise NotFoundError(f"branch {branch!r} of {table.name} does not exist")
-        self.name = f"{table.name}$branch_{branch}"
-        self.branch_name = branch
-        self.path = table.path  # manifests and data files are the table's
-        self.branch_path = manager.branch_path(branch)
-        self.locks = table.locks
-        self.file_io = table.file_io
-        self.schema_manager = SchemaManager(self.file_io, self.branch_path)
-        self.snapshot_manager = SnapshotManager(self.file_io, self.branch_path)
-        self._schema = self._latest_schema()
-
-    def __repr__(self) -> str:
-        return f"BranchTable({self.name!r}, {self.branch_path!r})"
-
-    def _tag_snapshot(self, tag: str) -> Snapshot:
-        try:
-            return TagManager(self.file_io, self.branch_path).get(tag).snapshot
-        except TagNotFoundError:
-            raise TagNotFoundError(f"tag {tag!r} does not exist in {self.name}") from None
-
-    def list_tags(self) -> list[TagInfo]:
-        return list_tags(self.file_io, self.branch_path)
-
-
-    @property
-    def inspect(self) -> TableInspect:
-        raise UnsupportedError(f"inspect on {self.name}: not offered for branches")
-
-
-#: what a branch offers: reads (every other public verb of `Table` is refused on a branch, a
-#: verb added later included, since it would act on the table's own snapshots)
-BRANCH_READS = frozenset({"read", "read_batches", "to_pandas", "to_polars", "files",
-                          "snapshots", "schemas", "latest_snapshot", "list_tags", "refresh",
-                          "find_commit", "delta_partitions"})
-for _verb, _member in list(vars(Table).items()):
-    if (not _verb.startswith("_") and callable(_member) and _verb not in BRANCH_READS
-            and _verb not in vars(BranchTable)):
-        setattr(BranchTable, _verb, _read_only(_verb))
-del _verb, _member
+refuse_other_verbs(BranchTable, Table)

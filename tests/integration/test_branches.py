@@ -29,12 +29,13 @@ import pytest
 
 import lakeformat as lf
 from lakeformat import clock
+from lakeformat.branch_table import BRANCH_READS
 from lakeformat.meta.branch import BranchManager
+from lakeformat.meta.changelog import ChangelogManager, changelog_of
 from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.operation.maintain import TableReferences
 from lakeformat.operation.write import WriteJob, conform
 from lakeformat.schema.schema_manager import SchemaManager
-from lakeformat.table import BRANCH_READS
 
 DAY = 86400 * 1000
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])
@@ -387,3 +388,54 @@ def test_fast_forward_makes_the_table_the_branch(catalog, later):
     res = fresh.remove_orphan_files(older_than=NOW, enforce_retention_duration=False)
     assert res.data_files_deleted == 1
     assert sorted_rows(fresh.read()) == branch_rows
+
+
+@local_disk
+def test_a_branch_changelog_is_read_as_a_changelog(catalog, later):
+    """Java's snapshot expiry on a branch with a decoupled changelog moves an expired branch
+    snapshot to the branch's `changelog/changelog-<id>` and deletes its base and delta lists
+    (its changelog list carries the changelog). Every cleanup of the main branch reads that
+    changelog as it reads the main branch's (a list snapshot expiry removed is no error) and
+    keeps its changelog list, manifests and files."""
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["dt", "id"],
+                             options={"bucket": "1", "changelog-producer": "lookup",
+                                      "changelog.num-retained.min": "50",
+                                      "changelog.num-retained.max": "50"})
+    t.write(rows("d1", range(4), "a"))
+    t.write(rows("d1", range(4), "b"))
+    t.create_tag("t1")
+    t.create_branch("b", tag="t1")
+    t.delete_tag("t1")
+    write_branch(t, "b", rows("d1", [0, 9], "branch"))
+    branch_rows = sorted_rows(t.branch("b").read())
+    for tag in "cd":
+        t.write(rows("d1", range(4), tag))
+    t.create_tag("t2")
+    t.write(rows("d1", range(4), "e"))
+    t.expire_snapshots(retain_min=1, retain_max=1, older_than=NOW)
+    # on the branch, as Java runs them there: its tag t1 is deleted (its snapshot exists: only
+    # the tag file goes), then expiry turns its first snapshot into a changelog
+    manager = BranchManager(t.file_io, t.path)
+    manager.tags("b").delete_file("t1")
+    snapshots = manager.snapshots("b")
+    first = snapshots.snapshots()[0]
+    assert first.changelog_manifest_list and len(snapshots.snapshot_ids()) == 2
+    ChangelogManager(t.file_io, manager.branch_path("b")).commit(changelog_of(first))
+    t.file_io.delete(snapshots.snapshot_path(first.id))
+    for name in (first.base_manifest_list, first.delta_manifest_list):
+        assert t.file_io.delete(t.file_io.join(t.path, "manifest", name))
+    refs = TableReferences(t.file_io, t.path, t.table_schema)
+    held = {t.file_io.join(t.path, "manifest", n) for n in {first.changelog_manifest_list} | {
+        m.file_name for m in refs.changelog_manifests(first)}} | {
+        r.path for e in refs.changelog_entries(first) for r in refs.file_refs(e)}
+    assert len(held) > 2 and held <= all_files(t)
+
+    assert t.remove_orphan_files().deleted is not None
+    t.expire_snapshots(retain_min=1, retain_max=1, older_than=NOW)
+    res = t.delete_tag("t2")  # its snapshot expired: the files only it held go
+    assert res.deleted and held <= all_files(t)
+    res = t.expire_changelogs(delete_all=True)
+    assert res.changelogs_deleted and any("branches ['b']" in s for s in res.skipped)
+    assert held <= all_files(t)
+    assert t.remove_orphan_files().deleted == [] and held <= all_files(t)
+    assert sorted_rows(t.branch("b").read()) == branch_rows

@@ -7,7 +7,7 @@ Layers, top to bottom (a module may import its own layer and every layer below i
 
     entry points   lakeformat (the package root), cli, demo, spark/
     catalog        catalog
-    table          table              (the facade sits above the operations it offers)
+    table          table, branch_table   (the facade sits above the operations it offers)
     health         health/            (table health and due maintenance: reads through the
                      front doors of operation/, never table or catalog)
     operation      operation/write/, operation/maintain/   (beside each other: neither imports
@@ -42,7 +42,7 @@ SOURCE = Path(__file__).resolve().parents[2] / PACKAGE
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("entry points", ("lakeformat", "lakeformat.cli", "lakeformat.demo", "lakeformat.spark")),
     ("catalog", ("lakeformat.catalog", "lakeformat.metastore")),
-    ("table", ("lakeformat.table",)),
+    ("table", ("lakeformat.table", "lakeformat.branch_table")),
     ("health", ("lakeformat.health",)),
     ("operation: write, maintain", ("lakeformat.operation.write",
                                     "lakeformat.operation.maintain")),

@@ -579,9 +579,9 @@ class Table:
             BranchManager(file_io, self.path).delete(name)
 
     def rollback_to(self, target: int | str, dry_run: bool = False) -> MaintenanceResult:
-        """Make a snapshot id (int) or tag (str) the latest: later snapshots and tags are
-        deleted; files only they used become orphans (`remove_orphan_files`). `dry_run` lists
-        the snapshots and tags it would delete."""
+        """Make a snapshot id (int) or tag (str) the latest: later snapshots, long-lived
+        changelogs and tags are deleted; files only they used become orphans
+        (`remove_orphan_files`). `dry_run` lists what it would delete."""
         with self._maintaining("rollback", dry_run) as file_io:
             return rollback_to(file_io, self.path, self.name, target, dry_run)
     # -- health --------------------------------------------------------------------------------

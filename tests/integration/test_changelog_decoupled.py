@@ -420,5 +420,6 @@ def test_rollback_deletes_the_changelogs_after_the_target(catalog, producer):
     r = t.rollback_to("early")
     assert r.changelogs_deleted == [tagged] and cm.changelog_ids() == []
     assert t.file_io.read_bytes(cm.hint_path("LATEST")).decode() == "-1"
+    assert not t.file_io.exists(cm.hint_path("EARLIEST"))  # it named a changelog gone
     assert [s.id for s in t.snapshot_manager.snapshots()] == [1]
     assert changelog_rows(t, t.latest_snapshot()) == h.rows[1]

@@ -5,8 +5,10 @@ retention longer than the snapshot one, and a sequence of steps on a primary-key
 disk: upserts, overwrites, full compactions, consumers set or dropped (with or without
 `consumer.changelog-only`), tags on random snapshots, changes of the changelog retention —
 interleaved with `expire_snapshots` (random retain_min / retain_max / max_deletes, everything
-older than now; changelog expiry runs after it as Java's commit does) and `expire_changelogs`
-(random retain_min / retain_max, or `delete_all`). The changelog rows of each snapshot (its
+older than now; changelog expiry runs after it as Java's commit does), `expire_changelogs`
+(random retain_min / retain_max, or `delete_all`), `delete_tag` of a random tag, `expire_tags`
+(every tag) and `rollback_to` a random tag (then orphan removal takes what the abandoned
+history used, as Paimon leaves it to it). The changelog rows of each snapshot (its
 changelog files, or with `none` its APPEND delta's files) and each tag's rows are read right
 after they are made. After every maintenance call:
 
@@ -14,8 +16,9 @@ after they are made. After every maintenance call:
   its recorded rows from files that exist; every tag reads its rows; the table reads the model;
 * the changelog ids are contiguous and below the earliest snapshot, and the hints agree;
 * no consumer lost what it reads next: every id at or after a consumer's `nextSnapshot` that was
-  readable before (snapshot or changelog) still is (`delete_all` aside, which Java runs without
-  consumers), and snapshots from it exist unless `consumer.changelog-only`;
+  readable before (snapshot or changelog) still is (`delete_all` and rollback aside: Java runs
+  the first without consumers, and the second drops a history on purpose), and snapshots from it
+  exist unless `consumer.changelog-only`; after a rollback no changelog is newer than its target;
 * the dry run changed nothing and listed exactly what the real run deleted, and nothing is left
   that no snapshot, tag or changelog references (orphan removal would find nothing).
 """
@@ -53,6 +56,7 @@ history_steps = st.one_of(
     st.tuples(st.just("compact")),
     st.tuples(st.just("consumer"), st.sampled_from(["c1", "c2"]), st.one_of(st.none(), pick)),
     st.tuples(st.just("tag"), pick),
+    st.tuples(st.just("tag"), pick),
     st.tuples(st.just("retention"), st.integers(3, 9)),
 )
 maintenance_steps = st.one_of(
@@ -60,7 +64,12 @@ maintenance_steps = st.one_of(
               st.one_of(st.none(), st.integers(1, 4)), st.one_of(st.none(), st.integers(1, 3))),
     st.tuples(st.just("expire_changelogs"), st.integers(1, 4), st.integers(0, 3)),
     st.tuples(st.just("delete_all")),
+    st.tuples(st.just("delete_tag"), pick),
+    st.tuples(st.just("expire_tags")),
+    st.tuples(st.just("rollback"), pick),
 )
+MAINTENANCE = ("expire", "expire_changelogs", "delete_all", "delete_tag", "expire_tags",
+               "rollback")
 histories = st.lists(st.one_of(history_steps, history_steps, maintenance_steps),
                      min_size=6, max_size=20)
 
@@ -120,7 +129,7 @@ class Harness:
                 self.consumers.set(step[1], ids[step[2] % len(ids)])
         elif kind == "tag":
             ids = t.snapshot_manager.snapshot_ids()
-            name = f"tag{len(self.tags)}"
+            name = f"tag{self.step_no}"
             t.create_tag(name, ids[step[1] % len(ids)])
             self.tags[name] = sorted((r["id"], r["v"]) for r in t.read(tag=name).to_pylist())
         elif kind == "retention":
@@ -139,6 +148,17 @@ class Harness:
             call = lambda dry: t.expire_snapshots(  # noqa: E731
                 retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes,
                 older_than=dt.timedelta(0), dry_run=dry)
+        elif step[0] == "delete_tag" or step[0] == "rollback":
+            names = sorted(self.tags)
+            if not names:
+                return
+            name = names[step[1] % len(names)]
+            if step[0] == "delete_tag":
+                call = lambda dry: t.delete_tag(name, dry_run=dry)  # noqa: E731
+            else:
+                call = lambda dry: t.rollback_to(name, dry_run=dry)  # noqa: E731
+        elif step[0] == "expire_tags":
+            call = lambda dry: t.expire_tags(older_than=dt.timedelta(0), dry_run=dry)  # noqa: E731
         elif step[0] == "expire_changelogs":
             retain_min = step[1]
             call = lambda dry: t.expire_changelogs(  # noqa: E731
@@ -148,7 +168,7 @@ class Harness:
             ids = self.changelogs.changelog_ids()
             first = t.snapshot_manager.earliest_snapshot_id()
             if ids and first is not None and ids[-1] >= first:
-                return  # (cannot happen: changelogs are older than every snapshot)
+                return  # (after a rollback to a tag whose snapshot expired: Java refuses too)
             call = lambda dry: t.expire_changelogs(delete_all=True, dry_run=dry)  # noqa: E731
         dry = call(True)
         assert files_under(t.path) == before_files, "the dry run changed the table"
@@ -160,13 +180,32 @@ class Harness:
         expected_gone = {os.path.join(t.path, p) if not os.path.isabs(p) else p
                          for p in real.deleted}
         assert gone == {p for p in expected_gone if p in before_files}, step
-        if step[0] != "delete_all":
+        if step[0] == "rollback":
+            self.rolled_back(name)
+        elif step[0] in ("delete_tag", "expire_tags"):
+            for gone_tag in set(self.tags) - {x.name for x in t.list_tags()}:
+                del self.tags[gone_tag]
+        if step[0] not in ("delete_all", "rollback"):
             after = self.readable()
             snaps = set(t.snapshot_manager.snapshot_ids())
             for n in self.consumers.consumers().values():
                 assert {i for i in before_ids if i >= n} <= after, (step, n)
                 if not self.changelog_only:
                     assert {i for i in before_snaps if i >= n} <= snaps, (step, n)
+
+    def rolled_back(self, name: str) -> None:
+        """After `rollback_to(name)`: the table reads the tag; snapshots, changelogs and tags
+        after it are gone (their ids are reused by later commits); orphan removal takes the
+        files only the abandoned history used."""
+        t = self.t.refresh()
+        target = t.latest_snapshot().id
+        assert t.snapshot_manager.snapshot_ids()[-1] == target
+        assert all(i <= target for i in self.changelogs.changelog_ids())
+        self.model = dict(self.tags[name])
+        kept = {x.name for x in t.list_tags()}
+        self.tags = {n: rows for n, rows in self.tags.items() if n in kept}
+        self.rows = {i: rows for i, rows in self.rows.items() if i <= target}
+        t.remove_orphan_files(older_than=dt.timedelta(0), enforce_retention_duration=False)
 
     def check(self) -> None:
         t = self.t.refresh()
@@ -183,7 +222,7 @@ class Harness:
         first = t.snapshot_manager.earliest_snapshot_id()
         if ids:
             assert ids == list(range(ids[0], ids[0] + len(ids)))
-            assert ids[-1] < first
+            assert ids[-1] <= first  # equal after a rollback to a tag whose snapshot expired
             assert (self.changelogs.earliest_id(), self.changelogs.latest_id()) == (
                 ids[0], ids[-1])
         left = t.remove_orphan_files(older_than=dt.timedelta(0), dry_run=True,
@@ -203,7 +242,7 @@ def test_random_histories_keep_every_retained_changelog(steps, producer, retain,
         h.history(("write", [0, 1, 2]))
         for step in [*steps, ("expire", None, None, None)]:
             h.step_no += 1
-            if step[0] in ("expire", "expire_changelogs", "delete_all"):
+            if step[0] in MAINTENANCE:
                 h.maintain(step)
                 h.check()
             else:

@@ -17,6 +17,7 @@ import time
 from dataclasses import replace
 
 from lakeformat.errors import SnapshotNotFoundError
+from lakeformat.layout import EARLIEST
 from lakeformat.meta.changelog import ChangelogManager
 from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.meta.tag import TagManager
@@ -73,14 +74,21 @@ def rollback_to(file_io: FileIO, table_path: str, table_name: str, target: int |
 def _clean_changelogs(file_io: FileIO, table_path: str, target_id: int,
                       result: MaintenanceResult, dry_run: bool) -> None:
     """Delete `changelog-<id>` for every id after the target, newest first, the LATEST hint
-    rewritten first. Their files are left for orphan removal, as the snapshots' are."""
+    rewritten first (-1 when none is left, as Java writes it; the EARLIEST hint then goes too,
+    which Java leaves: it would name a changelog that expiry writes again later, hiding the
+    older ones it writes with it). Their files are left for orphan removal, as the snapshots'
+    are."""
     manager = ChangelogManager(file_io, table_path)
     ids = manager.changelog_ids()
     later = [i for i in reversed(ids) if i > target_id]
     if not later:
         return
     if not dry_run:
-        manager.commit_latest_hint(target_id if len(later) < len(ids) else -1)
+        if len(later) < len(ids):
+            manager.commit_latest_hint(target_id)
+        else:
+            manager.commit_latest_hint(-1)
+            file_io.delete_many([manager.hint_path(EARLIEST)])
     for cid in later:
         path = manager.changelog_path(cid)
         if not dry_run:

@@ -1,6 +1,7 @@
 """`lakeformat_maintenance` over a warehouse holding one table of each kind Flink writes and
 lakeformat used to refuse (issue 37): a decoupled changelog, a branch, a postpone bucket,
-record-level expiry, partition expiry by update time, first-row with lookup changelog, `changelog-producer=input`, and automatic tags with a retention.
+record-level expiry, partition expiry by update time, first-row with lookup changelog,
+`changelog-producer=input`, and automatic tags with a retention.
 
 Each table is given debt its own rules see; the DAG runs on the moto S3 server and every task
 succeeds: no table is refused, each one's due work runs, and what a consumer, branch, tag or

@@ -54,11 +54,11 @@ from lakeformat.operation.support import WRITE, check_supported
 from lakeformat.operation.write import cross_partition, postpone
 from lakeformat.operation.write.conform_input import conform
 from lakeformat.operation.write.dynamic_bucket import PartitionHashes, load_partition
+from lakeformat.operation.write.dynamic_bucket import assign as assign_buckets
 from lakeformat.operation.write.input_changelog import (
     changelog_file_options,
     writes_input_changelog,
 )
-from lakeformat.operation.write.dynamic_bucket import assign as assign_buckets
 from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from lakeformat.storage import FileIO, PendingFiles

@@ -30,6 +30,7 @@ from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema, new_schema
 from lakeformat.schema.types import DataField, assign_field_ids, from_arrow
 from lakeformat.storage import FileIO, get_file_io
+from lakeformat.storage.metadata_cache import configure as configure_metadata_cache
 from lakeformat.table import Table
 
 #: Paimon's name of a table's branch: `table$branch_<name>` (`Identifier.SYSTEM_BRANCH_PREFIX`)
@@ -87,6 +88,7 @@ class Catalog:
         with secrets_hidden(self.options):  # no option error echoes a credential
             self.config = check_catalog_options(self.options, self.warehouse)
             self.file_io = file_io or get_file_io(warehouse, self.options)
+            configure_metadata_cache(self.file_io, self.config.metadata_cache_bytes)
             self.metastore = self._make_metastore()
 
     def __repr__(self) -> str:

@@ -138,6 +138,14 @@ class FileIO(ABC):
     (work units run in thread pools).
     """
 
+    @property
+    def metadata_cache(self) -> Any:
+        """The :class:`~lakeformat.storage.metadata_cache.MetadataCache` of this FileIO (one
+        per instance, so per catalog; made on first use)."""
+        from lakeformat.storage.metadata_cache import cache_of
+
+        return cache_of(self)
+
     def join(self, *parts: str) -> str:
         """Join path parts with exactly one '/' between them (object keys must not get '//')."""
         pieces = [p for p in parts if p]

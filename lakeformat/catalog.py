@@ -88,7 +88,8 @@ class Catalog:
         with secrets_hidden(self.options):  # no option error echoes a credential
             self.config = check_catalog_options(self.options, self.warehouse)
             self.file_io = file_io or get_file_io(warehouse, self.options)
-            configure_metadata_cache(self.file_io, self.config.metadata_cache_bytes)
+            if self.config.metadata_cache_bytes is not None:
+                configure_metadata_cache(self.file_io, self.config.metadata_cache_bytes)
             self.metastore = self._make_metastore()
 
     def __repr__(self) -> str:

@@ -22,7 +22,7 @@ from fastavro.write import Writer
 
 from lakeformat.errors import CorruptFileError, UnsupportedError
 from lakeformat.layout import INDEX_DIR, TablePaths
-from lakeformat.meta.manifest import _AvroSettings, _opt, _read_records
+from lakeformat.meta.manifest import _AvroSettings, _opt, _read_records, cache_written
 from lakeformat.storage import FileIO
 
 INDEX_MANIFEST_VERSION = 1
@@ -152,6 +152,7 @@ class IndexManifestFile:
             writer.write(e.to_avro())
         writer.flush()
         self.file_io.write_bytes(self.path(name), buf.getvalue())
+        cache_written(self.file_io, self.path(name), buf.getvalue())
         return name
 
     # -- HASH index files ------------------------------------------------------------------------

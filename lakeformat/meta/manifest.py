@@ -196,9 +196,38 @@ def _meta_from_record(rec: Mapping[str, Any], path: str) -> ManifestFileMeta:
     return ManifestFileMeta.from_avro(rec)
 
 
+#: parsed metadata takes several times the bytes of its Avro file in memory; the cache's
+#: byte bound counts this multiple of the file size for a parsed file
+PARSED_SIZE_FACTOR = 8
+
+
 def _read_records(file_io: FileIO, path: str, convert: Any) -> list[Any]:
-    """Decode every record of an Avro file; anything undecodable becomes CorruptFileError."""
-    data = file_io.read_bytes(path)  # a missing file is FileNotFoundError, not corruption
+    """Decode every record of an Avro file; anything undecodable becomes CorruptFileError.
+
+    Manifest lists, manifests and index manifests have unique names and never change, so the
+    decoded records are kept in the FileIO's metadata cache by path (and the bytes a commit
+    of this process wrote are found there too, see `cache_written`)."""
+    cache = file_io.metadata_cache
+    key = (path, getattr(convert, "__qualname__", "records"))
+    hit = cache.get(key)
+    if hit is not None:
+        return list(hit)
+    data = cache.get((path, "written"))
+    if data is None:
+        data = file_io.read_bytes(path)  # a missing file is FileNotFoundError, not corruption
+    records = _decode(data, path, convert)
+    cache.put(key, tuple(records), len(data) * PARSED_SIZE_FACTOR)
+    cache.invalidate((path, "written"))
+    return records
+
+
+def cache_written(file_io: FileIO, path: str, data: bytes) -> None:
+    """A metadata file this process just wrote (a unique name): kept as bytes, decoded on the
+    first read, so the next commit reads it without a request and exactly as a reader would."""
+    file_io.metadata_cache.put((path, "written"), data, len(data))
+
+
+def _decode(data: bytes, path: str, convert: Any) -> list[Any]:
     try:
         reader = fastavro.reader(io.BytesIO(data))
         require_codec(str(reader.metadata.get("avro.codec", "null")), f"Avro file {path}")
@@ -411,6 +440,7 @@ class ManifestRollingWriter:
         meta = stats.to_meta(name, len(data), self._mf.partition_types)
         self._written.append(meta)  # before writing, so abort() also removes a partial file
         self._mf.file_io.write_bytes(self._mf.path(name), data)
+        cache_written(self._mf.file_io, self._mf.path(name), data)
 
     def close(self) -> list[ManifestFileMeta]:
         """Finish the last file; returns the metas of every file written, in order."""
@@ -459,6 +489,7 @@ class ManifestList:
         data = buf.getvalue()
         name = self.new_file_name()
         self.file_io.write_bytes(self.path(name), data)
+        cache_written(self.file_io, self.path(name), data)
         return name, len(data)
 
     def delete(self, file_name: str) -> bool:

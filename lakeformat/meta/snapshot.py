@@ -145,7 +145,7 @@ class SnapshotManager:
     def latest_snapshot_id(self) -> int | None:
         """LATEST is only a hint: trust it when the next id does not exist, else list."""
         hint = self._hint(LATEST)
-        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
+        if hint is not None and parallel_map(self.exists, [hint, hint + 1]) == [True, False]:
             return hint
         ids = self.snapshot_ids()
         return ids[-1] if ids else None
@@ -158,8 +158,23 @@ class SnapshotManager:
         return ids[0] if ids else None
 
     def latest_snapshot(self) -> Snapshot | None:
-        sid = self.latest_snapshot_id()
-        return None if sid is None else self.snapshot(sid)
+        """LATEST, then at once the snapshot it names (a GET, a 404 when absent: no HEAD
+        first) and the probe of the next id: two round trips when the hint is right."""
+        hint = self._hint(LATEST)
+        if hint is not None:
+            def fetch(i: int) -> Snapshot | bool | None:
+                if i == hint:
+                    try:
+                        return self.snapshot(i)
+                    except FileNotFoundError:
+                        return None
+                return self.exists(i)
+
+            snap, next_exists = parallel_map(fetch, [hint, hint + 1])
+            if isinstance(snap, Snapshot) and not next_exists:
+                return snap
+        ids = self.snapshot_ids()
+        return self.snapshot(ids[-1]) if ids else None
 
     def snapshots(self) -> list[Snapshot]:
         return [self.snapshot(i) for i in self.snapshot_ids()]

@@ -34,8 +34,9 @@ class CatalogConfig:
     lock: LockConfig
     uri: str | None
     catalog_key: str
-    #: bytes of parsed metadata each FileIO of the catalog keeps (0: no cache)
-    metadata_cache_bytes: int = 64 * 1024 * 1024
+    #: bytes of parsed metadata each FileIO of the catalog keeps (0: no cache; None: the
+    #: storage's default — 64 mb on object stores, none on local disk)
+    metadata_cache_bytes: int | None = None
 
     @property
     def uses_jdbc(self) -> bool:
@@ -79,7 +80,7 @@ def check_catalog_options(options: Mapping[str, str], warehouse: str) -> Catalog
         raise InvalidOptionError("catalog option 'catalog-key' must not be empty")
     raw = options.get(MAX_SIZE_OPTION)
     try:
-        cache_bytes = parse_size(raw) if raw is not None else 64 * 1024 * 1024
+        cache_bytes = parse_size(raw) if raw is not None else None
     except ValueError as e:
         raise InvalidOptionError(f"catalog option {MAX_SIZE_OPTION!r} = {raw!r}: {e}") from None
     return CatalogConfig(metastore, lock, uri, key, cache_bytes)

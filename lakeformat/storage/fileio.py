@@ -91,6 +91,9 @@ class FileStatus:
     path: str
     size: int
     mtime: float
+    #: what tells two contents at this path apart where the store says (S3: the ETag of a
+    #: listing; local disk: inode and nanosecond mtime); "" when unknown
+    version: str = ""
 
 
 @dataclass(frozen=True)

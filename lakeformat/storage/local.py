@@ -71,6 +71,9 @@ def local_path(path: str) -> str:
 class LocalFileIO(FileIO):
     """Local disk implementation; stateless, hence trivially picklable and thread-safe."""
 
+    #: no metadata cache unless the catalog asks for one: a local read costs no round trip
+    metadata_cache_default = 0
+
     def __init__(self, fsync: bool = True) -> None:
         """``fsync`` flushes file data before publishing, so a committed snapshot survives a
         power cut; turn it off only for throwaway data."""
@@ -137,7 +140,8 @@ class LocalFileIO(FileIO):
                 st = e.stat()
             except FileNotFoundError:  # deleted while we listed
                 continue
-            out.append(FileStatus(self.join(dir_path, e.name), st.st_size, st.st_mtime))
+            out.append(FileStatus(self.join(dir_path, e.name), st.st_size, st.st_mtime,
+                                  f"{st.st_ino}:{st.st_mtime_ns}"))
         return out
 
     def list_dirs(self, dir_path: str) -> list[str]:

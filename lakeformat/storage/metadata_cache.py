@@ -14,7 +14,9 @@ listings, consumer and lock objects are never put here.
 
 One cache per FileIO instance (:func:`cache_of`), so per catalog, shared by every thread and job
 that uses it; ``lakeformat.metadata-cache.max-size`` (bytes, or a size such as ``64 mb``) bounds
-it and ``0`` turns it off. The cache is not pickled with its FileIO: a copy shipped to another
+it and ``0`` turns it off. Unset, the FileIO's ``metadata_cache_default`` applies: 64 mb on an
+object store, none on local disk (a local read costs no round trip, and a cache there would
+only hide a file edited in place on disk). The cache is not pickled with its FileIO: a copy shipped to another
 process starts empty (with the same bound).
 
 API::
@@ -193,6 +195,7 @@ def cache_of(file_io: Any) -> MetadataCache:
         with _CACHES_LOCK:
             cache = _CACHES.get(file_io)
             if cache is None:
-                cache = MetadataCache(getattr(file_io, _SIZE_ATTR, DEFAULT_MAX_BYTES))
+                default = getattr(file_io, "metadata_cache_default", DEFAULT_MAX_BYTES)
+                cache = MetadataCache(getattr(file_io, _SIZE_ATTR, default))
                 _CACHES[file_io] = cache
     return cache

@@ -292,7 +292,7 @@ class S3FileIO(FileIO):
         scheme, bucket, key = split_s3_path(dir_path)
         return [
             FileStatus(uri(scheme, bucket, o["Key"]), int(o["Size"]),
-                       o["LastModified"].timestamp())
+                       o["LastModified"].timestamp(), str(o.get("ETag", "")))
             for page in self._pages(bucket, dir_prefix(key), delimiter=not recursive)
             for o in page.get("Contents", [])
             if not o["Key"].endswith("/")

@@ -146,6 +146,15 @@ class FileStoreCommit:
         #: uuids of every snapshot this committer tried to publish: only these are "ours" when
         #: deciding whether a failed-looking attempt landed (a user may run several jobs)
         self._attempted: set[str] = set()
+        #: (snapshot, schema id) the job read at plan: its first attempt takes them as latest
+        #: (`assume_latest`), a lost write-if-absent of the next id then re-reads
+        self._planned: tuple[Snapshot | None, int] | None = None
+
+    def assume_latest(self, snapshot: Snapshot | None, schema_id: int) -> None:
+        """The latest snapshot and schema id as this job read them at plan. The next commit's
+        first attempt builds on them without reading them again: if its snapshot lands (a
+        write-if-absent of the next id), they were the latest; if not, it reads again."""
+        self._planned = (snapshot, schema_id)
 
     # -- public --------------------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], kind: str = "APPEND",
@@ -192,8 +201,12 @@ class FileStoreCommit:
         seen_latest: int | None = None
         watched = other_runs_after
         attempt = 0
+        planned, self._planned = self._planned, None
         while True:
-            latest = self.snapshots.latest_snapshot()
+            if attempt == 0 and planned is not None:
+                latest, known_schema = planned
+            else:
+                latest, known_schema = self.snapshots.latest_snapshot(), None
             if attempt > 0:
                 landed = self.find_landed(seen_latest, latest, kind)
                 if landed is not None:
@@ -228,7 +241,8 @@ class FileStoreCommit:
             index_name = next_index_manifest(
                 self.index_file, latest, index_added, index_base, overwrite_partitions,
                 overwrite_all, removed_files(entries), deletions_seen, self.table_path)
-            snap = self._try_commit(latest, entries, kind, changelog, index_manifest=index_name)
+            snap = self._try_commit(latest, entries, kind, changelog, index_manifest=index_name,
+                                    known_schema=known_schema)
             if snap is not None:
                 self._clear_ambiguous()
                 self.snapshots.commit_latest_hint(snap.id)
@@ -340,7 +354,8 @@ class FileStoreCommit:
     def _try_commit(self, latest: Snapshot | None, entries: list[ManifestEntry],
                     kind: str, changelog: Sequence[ManifestEntry] = (),
                     compact_manifests: bool = False,
-                    index_manifest: str | None | object = INHERIT) -> Snapshot | None:
+                    index_manifest: str | None | object = INHERIT,
+                    known_schema: int | None = None) -> Snapshot | None:
         """One attempt; `compact_manifests`: the base list is `compact_fully` of the latest
         snapshot's manifests and the snapshot keeps its schema id, statistics and row ids.
         `index_manifest`: the new snapshot's (written for this attempt, deleted with its other
@@ -375,7 +390,9 @@ class FileStoreCommit:
             added = sum(e.file.row_count for e in entries if e.kind == ADD)
             removed = sum(e.file.row_count for e in entries if e.kind == DELETE)
             new_id = (latest.id + 1) if latest else 1
-            schema_id = self.schemas.schema_ids()[-1]  # Java records the latest schema
+            # Java records the latest schema: listed again, unless this job listed it already
+            schema_id = self.schemas.schema_ids()[-1] if known_schema is None else max(
+                known_schema, latest.schema_id if latest else 0)
             same = compact_manifests and latest is not None
             if same:  # Java's compactManifest keeps what the latest snapshot says
                 schema_id = latest.schema_id  # type: ignore[union-attr]

@@ -178,6 +178,7 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
                                                  self.data, self.merge_schema_options)
             self.use_schema(schema)
         latest = self.committer.snapshots.latest_snapshot()
+        self.committer.assume_latest(latest, self.schema.id)  # the commit reads neither again
         self.base_id = latest.id if latest else None
         self.units = self.writer.plan(self.data, self.kinds, latest, self.overwrite,
                                       by_key=self.operation == "delete")

@@ -26,6 +26,7 @@ from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map, quietly
 
 MAX_SCAN_ROUNDS = 10
 
@@ -74,6 +75,33 @@ class TableReferences(FileStoreScan):
     def prefetch(self, metas: Iterable[ManifestFileMeta]) -> None:
         """Read the manifests not yet cached, in parallel."""
         self.read_manifests([m.file_name for m in metas if m.file_name not in self._entry_cache])
+
+    def warm(self, live: Iterable[Snapshot], deltas: Iterable[Snapshot]) -> None:
+        """Read at once, in two rounds, what a cleanup job will ask about these snapshots: every
+        manifest list of each, then the manifests (all of a `live` snapshot's, the delta and
+        changelog ones of a `deltas` one) and the index manifests. Failures are ignored here:
+        the job reads the same file again when it needs it, and deletes less if it fails."""
+        live, deltas = list(live), list(deltas)
+        lists = dict.fromkeys(n for s in live + deltas
+                              for n in (s.base_manifest_list, s.delta_manifest_list,
+                                        s.changelog_manifest_list)
+                              if n and n not in self._list_cache)
+        parallel_map(quietly(self.read_list), lists)
+
+        def listed(name: str | None) -> list[ManifestFileMeta]:
+            return (self._list_cache.get(name) or []) if name else []
+
+        manifests = dict.fromkeys(
+            m.file_name
+            for s, names in [(s, (s.base_manifest_list, s.delta_manifest_list,
+                                  s.changelog_manifest_list)) for s in live]
+            + [(s, (s.delta_manifest_list, s.changelog_manifest_list)) for s in deltas]
+            for n in names for m in listed(n) if m.file_name not in self._entry_cache)
+        index = dict.fromkeys(s.index_manifest for s in live + deltas
+                              if s.index_manifest and s.index_manifest not in self._index_cache)
+        calls = ([lambda n=n: self.read_manifest(n) for n in manifests]
+                 + [lambda n=n: self.index_files(n) for n in index])
+        parallel_map(quietly(lambda call: call()), calls)
 
     # -- what a snapshot references ----------------------------------------------------------
     def delta_entries(self, snap: Snapshot) -> list[ManifestEntry]:

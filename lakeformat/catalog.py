@@ -216,11 +216,19 @@ class Catalog:
             if dot and marker:
                 return self.get_table(f"{database}.{base}").branch(branch)
         ident = Identifier.parse(identifier)
-        if not self.metastore.table_exists(ident.database, ident.table):
-            if not self.metastore.database_exists(ident.database):
-                raise DatabaseNotFoundError(self._no_database(ident.database))
-            raise TableNotFoundError(self._no_table(ident))
-        return Table(str(ident), self.table_path(ident), self.file_io, self.table_locks(ident))
+        # a warehouse's table exists when its schema directory lists a schema: the table's own
+        # listing of its latest schema says so, one request instead of two
+        known = isinstance(self.metastore, FileSystemMetastore) or \
+            self.metastore.table_exists(ident.database, ident.table)
+        if known:
+            try:
+                return Table(str(ident), self.table_path(ident), self.file_io,
+                             self.table_locks(ident))
+            except TableNotFoundError:
+                pass
+        if not self.metastore.database_exists(ident.database):
+            raise DatabaseNotFoundError(self._no_database(ident.database))
+        raise TableNotFoundError(self._no_table(ident))
 
     def create_table(self, identifier: str | Identifier, schema: pa.Schema | list[DataField],
                      primary_keys: list[str] | None = None,
@@ -302,3 +310,4 @@ class Catalog:
                 return
             raise TableNotFoundError(self._no_table(ident))
         self.metastore.drop_table(ident.database, ident.table)
+        self.file_io.metadata_cache.invalidate_prefix(self.table_path(ident) + "/")

@@ -157,9 +157,17 @@ class SnapshotManager:
         ids = self.snapshot_ids()
         return ids[0] if ids else None
 
-    def latest_snapshot(self) -> Snapshot | None:
+    def latest_snapshot(self, probe_next: bool = True) -> Snapshot | None:
         """LATEST, then at once the snapshot it names (a GET, a 404 when absent: no HEAD
-        first) and the probe of the next id: two round trips when the hint is right."""
+        first) and the probe of the next id: two round trips when the hint is right.
+
+        `probe_next=False` trusts the hint about the next id (one request less): only for a
+        writer's plan, whose commit proves it with the write-if-absent of the next id."""
+        return self.latest_and_hint(probe_next)[0]
+
+    def latest_and_hint(self, probe_next: bool = True) -> tuple[Snapshot | None, bool]:
+        """`latest_snapshot`, and whether LATEST named it (False: the hint is stale or gone
+        and the directory was listed)."""
         hint = self._hint(LATEST)
         if hint is not None:
             def fetch(i: int) -> Snapshot | bool | None:
@@ -170,11 +178,12 @@ class SnapshotManager:
                         return None
                 return self.exists(i)
 
-            snap, next_exists = parallel_map(fetch, [hint, hint + 1])
-            if isinstance(snap, Snapshot) and not next_exists:
-                return snap
+            ids = [hint, hint + 1] if probe_next else [hint]
+            found = parallel_map(fetch, ids) + [False]
+            if isinstance(found[0], Snapshot) and not found[1]:
+                return found[0], True
         ids = self.snapshot_ids()
-        return self.snapshot(ids[-1]) if ids else None
+        return (self.snapshot(ids[-1]) if ids else None), not ids
 
     def snapshots(self) -> list[Snapshot]:
         return [self.snapshot(i) for i in self.snapshot_ids()]

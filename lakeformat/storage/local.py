@@ -30,6 +30,7 @@ from lakeformat.storage.fileio import (
     register_file_io,
     split_scheme,
 )
+from lakeformat.storage.metadata_cache import forget
 
 __all__ = ["LocalFileIO", "local_path"]
 
@@ -189,6 +190,7 @@ class LocalFileIO(FileIO):
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Overwrite atomically: temp file + ``os.replace``; readers never see a partial file."""
+        forget(self, path)
         target = local_path(path)
         tmp = self._write_temp(target, data)
         try:
@@ -326,6 +328,7 @@ class LocalFileIO(FileIO):
 
     def delete_dir(self, dir_path: str) -> None:
         """``rm -r``; refuses the file-system root because that is always a bug upstream."""
+        forget(self, dir_path, prefix=True)
         p = local_path(dir_path)
         if os.path.abspath(p) == os.path.abspath(os.sep):
             raise UnsupportedError(f"refusing to delete the root directory {dir_path!r}")

@@ -16,8 +16,9 @@ One cache per FileIO instance (:func:`cache_of`), so per catalog, shared by ever
 that uses it; ``lakeformat.metadata-cache.max-size`` (bytes, or a size such as ``64 mb``) bounds
 it and ``0`` turns it off. Unset, the FileIO's ``metadata_cache_default`` applies: 64 mb on an
 object store, none on local disk (a local read costs no round trip, and a cache there would
-only hide a file edited in place on disk). The cache is not pickled with its FileIO: a copy shipped to another
-process starts empty (with the same bound).
+only hide a file edited in place on disk). The cache is not pickled with its FileIO: a copy
+shipped to another process starts empty (with the same bound). A file written over or a
+directory deleted through the FileIO leaves its cache (`forget`).
 
 API::
 
@@ -25,7 +26,8 @@ API::
     value = cache.get(key, validator=None)          # None on a miss
     cache.put(key, value, size, validator=None)     # size: bytes the entry stands for
     value = cache.get_or_load(key, load, validator=None)  # load() -> (value, size)
-    cache.invalidate(key); cache.invalidate_prefix(path); cache.clear()
+    cache.invalidate(key); cache.invalidate_path(path); cache.invalidate_prefix(path)
+    cache.clear()
     cache.stats()                                   # hits, misses, evictions, bytes, entries
 
 Values are shared between callers: treat them as immutable (never mutate a list you got).
@@ -44,6 +46,7 @@ __all__ = [
     "MetadataCache",
     "cache_of",
     "configure",
+    "forget",
     "parse_size",
     "MAX_SIZE_OPTION",
     "DEFAULT_MAX_BYTES",
@@ -82,6 +85,7 @@ class MetadataCache:
         self.max_bytes = max(0, int(max_bytes))
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, tuple[Any, int, Any]] = OrderedDict()
+        self._by_path: dict[str, set[Hashable]] = {}  # path -> its keys (`invalidate_path`)
         self._bytes = 0
         self.hits = 0
         self.misses = 0
@@ -103,8 +107,7 @@ class MetadataCache:
                 return None
             value, size, stored = entry
             if stored != validator:
-                del self._entries[key]
-                self._bytes -= size
+                self._drop(key)
                 self.misses += 1
                 return None
             self._entries.move_to_end(key)
@@ -118,17 +121,28 @@ class MetadataCache:
             return
         size = max(1, int(size))
         with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
+            self._drop(key)
             if size * _LARGEST_SHARE > self.max_bytes:
                 return
             self._entries[key] = (value, size, validator)
+            self._by_path.setdefault(_path_of(key), set()).add(key)
             self._bytes += size
             while self._bytes > self.max_bytes and self._entries:
-                _, (_, dropped, _) = self._entries.popitem(last=False)
-                self._bytes -= dropped
+                self._drop(next(iter(self._entries)))
                 self.evictions += 1
+
+    def _drop(self, key: Hashable) -> None:
+        """Remove one entry (lock held)."""
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return
+        self._bytes -= entry[1]
+        path = _path_of(key)
+        keys = self._by_path.get(path)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_path[path]
 
     def get_or_load(self, key: Hashable, load: Callable[[], tuple[T, int]],
                     validator: Any = None) -> T:
@@ -143,20 +157,26 @@ class MetadataCache:
 
     def invalidate(self, key: Hashable) -> None:
         with self._lock:
-            entry = self._entries.pop(key, None)
-            if entry is not None:
-                self._bytes -= entry[1]
+            self._drop(key)
+
+    def invalidate_path(self, path: str) -> None:
+        """Drop every entry of one file (keys that are `path` or a tuple starting with it)."""
+        with self._lock:
+            for key in list(self._by_path.get(path, ())):
+                self._drop(key)
 
     def invalidate_prefix(self, prefix: str) -> None:
         """Drop every entry whose key is a path (or a tuple starting with a path) under
         `prefix` — a dropped table, a deleted directory."""
         with self._lock:
-            for key in [k for k in self._entries if _path_of(k).startswith(prefix)]:
-                self._bytes -= self._entries.pop(key)[1]
+            for path in [p for p in self._by_path if p.startswith(prefix)]:
+                for key in list(self._by_path.get(path, ())):
+                    self._drop(key)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._by_path.clear()
             self._bytes = 0
 
     def stats(self) -> dict[str, int]:
@@ -186,6 +206,18 @@ def configure(file_io: Any, max_bytes: int) -> None:
         cache = _CACHES.get(file_io)
         if cache is not None and cache.max_bytes != max_bytes:
             del _CACHES[file_io]
+
+
+def forget(file_io: Any, path: str, prefix: bool = False) -> None:
+    """A FileIO wrote over or deleted `path` (or everything under it): its cache, if it has
+    made one, drops what it held for it. Storages call this from their overwriting calls, so a
+    file changed through the same FileIO is never served from before."""
+    cache = _CACHES.get(file_io)
+    if cache is not None and cache.enabled:
+        if prefix:
+            cache.invalidate_prefix(path.rstrip("/") + "/")
+        else:
+            cache.invalidate_path(path)
 
 
 def cache_of(file_io: Any) -> MetadataCache:

@@ -43,7 +43,7 @@ from lakeformat.meta.data_file_meta import (
     ManifestFileMeta,
 )
 from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile
-from lakeformat.meta.manifest import ManifestFile, ManifestList
+from lakeformat.meta.manifest import DeferredWrites, ManifestFile, ManifestList
 from lakeformat.meta.manifest_merge import compact_fully, merge_manifests
 from lakeformat.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 from lakeformat.operation.commit.index import INHERIT, next_index_manifest, removed_files
@@ -52,6 +52,7 @@ from lakeformat.options import CoreOptions
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
 from lakeformat.version import __version__
 
 ADD, DELETE = FileKind.ADD, FileKind.DELETE
@@ -206,7 +207,7 @@ class FileStoreCommit:
             if attempt == 0 and planned is not None:
                 latest, known_schema = planned
             else:
-                latest, known_schema = self.snapshots.latest_snapshot(), None
+                latest, known_schema = self._read_latest(), None
             if attempt > 0:
                 landed = self.find_landed(seen_latest, latest, kind)
                 if landed is not None:
@@ -363,6 +364,8 @@ class FileStoreCommit:
         written_manifests: list[ManifestFileMeta] = []
         written_lists: list[str] = [] if index_manifest is INHERIT or index_manifest is None \
             else [str(index_manifest)]
+        pending = DeferredWrites(self.file_io)  # built first, then written in one round trip
+        self.manifest_file.deferred = self.manifest_list.deferred = pending
         try:
             delta = self.manifest_file.write(entries) if entries else []
             written_manifests += delta
@@ -387,6 +390,7 @@ class FileStoreCommit:
                 changelog_name, changelog_size = self.manifest_list.write(changelog_manifests)
                 written_lists.append(changelog_name)
                 changelog_rows = sum(e.file.row_count for e in changelog)
+            self.manifest_file.deferred = self.manifest_list.deferred = None
             added = sum(e.file.row_count for e in entries if e.kind == ADD)
             removed = sum(e.file.row_count for e in entries if e.kind == DELETE)
             new_id = (latest.id + 1) if latest else 1
@@ -416,13 +420,16 @@ class FileStoreCommit:
                 statistics=latest.statistics if same else None,  # type: ignore[union-attr]
                 next_row_id=latest.next_row_id if same else None,  # type: ignore[union-attr]
             )
-            self._attempted.add(snap.uuid)
-            landed = self._publish(snap)
+            landed: bool | None = False
+            if self._flush_checking(pending, latest if known_schema is not None else None):
+                self._attempted.add(snap.uuid)
+                landed = self._publish(snap)
             if landed:
                 return snap
         except CommitStateUnknownError:
             raise  # the snapshot may reference these files: delete nothing
         except BaseException:
+            self.manifest_file.deferred = self.manifest_list.deferred = None
             self._cleanup(written_manifests, written_lists)
             raise
         if landed is None:
@@ -432,6 +439,33 @@ class FileStoreCommit:
         else:
             self._cleanup(written_manifests, written_lists)
         return None
+
+    def _read_latest(self) -> Snapshot | None:
+        """The latest snapshot; a stale LATEST hint found on the way is set right (a plan that
+        trusts the hint would otherwise build on the same stale base every time)."""
+        latest, hint_ok = self.snapshots.latest_and_hint()
+        if not hint_ok and latest is not None:
+            self.snapshots.commit_latest_hint(latest.id)
+        return latest
+
+    def _flush_checking(self, pending: DeferredWrites, base: Snapshot | None) -> bool:
+        """Write the attempt's metadata files; with `base` (the snapshot the job's plan read,
+        not read again since), read it again at the same time: False when it is gone or is
+        another snapshot now (a rollback re-used its id), then the attempt must not publish.
+        Landing `base.id + 1` with write-if-absent proves no later snapshot existed; only
+        this re-read proves `base` itself is still the one planned on."""
+        if base is None:
+            pending.flush()
+            return True
+        _, same = parallel_map(lambda step: step(), [pending.flush,
+                                                     lambda: self._unchanged(base)])
+        return same
+
+    def _unchanged(self, snap: Snapshot) -> bool:
+        try:
+            return snapshot_identity(self.snapshots.snapshot(snap.id)) == snapshot_identity(snap)
+        except FileNotFoundError:
+            return False
 
     def _publish(self, snap: Snapshot) -> bool | None:
         """Write-if-absent of the snapshot file. True: ours landed; False: the id was taken;

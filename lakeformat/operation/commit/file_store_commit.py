@@ -204,10 +204,11 @@ class FileStoreCommit:
         attempt = 0
         planned, self._planned = self._planned, None
         while True:
-            if attempt == 0 and planned is not None:
-                latest, known_schema = planned
-            else:
-                latest, known_schema = self._read_latest(), None
+            # the schema id the job listed serves every attempt (listed once per job); the
+            # planned base only the first, which re-reads it beside its manifest writes
+            known_schema = planned[1] if planned is not None else None
+            verify = attempt == 0 and planned is not None
+            latest = planned[0] if verify else self._read_latest()  # type: ignore[index]
             if attempt > 0:
                 landed = self.find_landed(seen_latest, latest, kind)
                 if landed is not None:
@@ -243,7 +244,7 @@ class FileStoreCommit:
                 self.index_file, latest, index_added, index_base, overwrite_partitions,
                 overwrite_all, removed_files(entries), deletions_seen, self.table_path)
             snap = self._try_commit(latest, entries, kind, changelog, index_manifest=index_name,
-                                    known_schema=known_schema)
+                                    known_schema=known_schema, verify_base=verify)
             if snap is not None:
                 self._clear_ambiguous()
                 self.snapshots.commit_latest_hint(snap.id)
@@ -356,11 +357,14 @@ class FileStoreCommit:
                     kind: str, changelog: Sequence[ManifestEntry] = (),
                     compact_manifests: bool = False,
                     index_manifest: str | None | object = INHERIT,
-                    known_schema: int | None = None) -> Snapshot | None:
+                    known_schema: int | None = None, verify_base: bool = False
+                    ) -> Snapshot | None:
         """One attempt; `compact_manifests`: the base list is `compact_fully` of the latest
         snapshot's manifests and the snapshot keeps its schema id, statistics and row ids.
         `index_manifest`: the new snapshot's (written for this attempt, deleted with its other
-        files when the attempt does not land), None for none, or INHERIT."""
+        files when the attempt does not land), None for none, or INHERIT. `known_schema`: the
+        latest schema id the job listed (else listed here); `verify_base`: `latest` is the
+        planned base, read again beside the manifest writes (`_flush_checking`)."""
         written_manifests: list[ManifestFileMeta] = []
         written_lists: list[str] = [] if index_manifest is INHERIT or index_manifest is None \
             else [str(index_manifest)]
@@ -421,7 +425,7 @@ class FileStoreCommit:
                 next_row_id=latest.next_row_id if same else None,  # type: ignore[union-attr]
             )
             landed: bool | None = False
-            if self._flush_checking(pending, latest if known_schema is not None else None):
+            if self._flush_checking(pending, latest if verify_base else None):
                 self._attempted.add(snap.uuid)
                 landed = self._publish(snap)
             if landed:

@@ -26,7 +26,7 @@ from lakeformat.operation.paths import PathFactory
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
-from lakeformat.storage.parallel import parallel_map, quietly
+from lakeformat.storage.parallel import concurrently, parallel_map, quietly
 
 MAX_SCAN_ROUNDS = 10
 
@@ -246,34 +246,45 @@ class ReferenceScan:
             return None
 
     def _listing(self) -> list[tuple[tuple[str, str], str]]:
+        """The snapshot, tag, changelog and branch directories, listed at once."""
         io = self.file_io
-        out = [(("snapshot", str(sid)), self.snapshots.snapshot_path(sid))
-               for sid in self.snapshots.snapshot_ids()]
-        out += [(("tag", name), self.tags.tag_path(name)) for name in self.tags.names()]
-        for st in io.list_status(TablePaths(io, self.table_path).changelog_dir):
+        if self.main:
+            ids, tags, changelogs, branches = concurrently(
+                self.snapshots.snapshot_ids, self.tags.names,
+                lambda: io.list_status(TablePaths(io, self.table_path).changelog_dir),
+                self._branch_listing)
+        else:
+            ids, tags, changelogs, branches = [], [], [], self._branch_listing()
+        out = [(("snapshot", str(sid)), self.snapshots.snapshot_path(sid)) for sid in ids]
+        out += [(("tag", name), self.tags.tag_path(name)) for name in tags]
+        for st in changelogs:
             base = st.path.rsplit("/", 1)[-1]
             if numbered_id(base, CHANGELOG_PREFIX) is not None:
                 out.append((("changelog", base), st.path))
-        return (out if self.main else []) + self._branch_listing()
+        return out + branches
 
     def _branch_listing(self) -> list[tuple[tuple[str, str], str]]:
         """Every branch's snapshots, tags and changelogs, keyed `("branch", "<name>:<file>")`:
         a branch's data files and manifests live in the table's directories (Java's
         `OrphanFilesClean` gathers used files over every branch)."""
         io = self.file_io
-        out: list[tuple[tuple[str, str], str]] = []
-        for name in self.branches.names():
-            snapshots = self.branches.snapshots(name)
-            out += [(("branch", f"{name}:{SNAPSHOT_PREFIX}{sid}"), snapshots.snapshot_path(sid))
-                    for sid in snapshots.snapshot_ids()]
-            tags = self.branches.tags(name)
+
+        def one(name: str) -> list[tuple[tuple[str, str], str]]:
+            snapshots, tags = self.branches.snapshots(name), self.branches.tags(name)
+            ids, tag_names, changelogs = concurrently(
+                snapshots.snapshot_ids, tags.names,
+                lambda: io.list_status(self.branches.paths(name).changelog_dir))
+            out = [(("branch", f"{name}:{SNAPSHOT_PREFIX}{sid}"), snapshots.snapshot_path(sid))
+                   for sid in ids]
             out += [(("branch", f"{name}:{TAG_PREFIX}{tag}"), tags.tag_path(tag))
-                    for tag in tags.names()]
-            for st in io.list_status(self.branches.paths(name).changelog_dir):
+                    for tag in tag_names]
+            for st in changelogs:
                 base = st.path.rsplit("/", 1)[-1]
                 if numbered_id(base, CHANGELOG_PREFIX) is not None:
                     out.append((("branch", f"{name}:{base}"), st.path))
-        return out
+            return out
+
+        return [x for found in parallel_map(one, self.branches.names()) for x in found]
 
     def refresh(self) -> int:
         """Read what appeared since the last call; returns how many files were new."""
@@ -281,12 +292,22 @@ class ReferenceScan:
             listing = self._listing()
         except Exception as e:
             raise self._fail("the snapshot, tag, changelog and branch directories", e) from e
-        new = 0
-        for key, path in listing:
-            if key in self.read:
-                continue
+        todo = [(key, path) for key, path in listing if key not in self.read]
+
+        def load(path: str) -> Snapshot | Exception | None:
             try:
-                snap = self._load(path)
+                return self._load(path)
+            except Exception as e:  # noqa: BLE001 - raised below, naming the file
+                return e
+
+        loaded = parallel_map(load, [path for _, path in todo])
+        snaps = [s for s in loaded if isinstance(s, Snapshot)]
+        self.refs.warm(snaps, [])  # their lists, then manifests and index manifests, at once
+        new = 0
+        for (key, path), snap in zip(todo, loaded):
+            try:
+                if isinstance(snap, Exception):
+                    raise snap
                 if snap is None:
                     continue
                 self._add(snap, key)

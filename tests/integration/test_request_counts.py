@@ -110,3 +110,23 @@ def test_commit_when_another_writer_lands_between_plan_and_commit(proxied):
     # the new latest beside the probe of the next id, that snapshot's two lists, 5 PUTs
     assert counts == {"PUT": 9, "GET": 5, "HEAD": 2, "POST": 1}
     assert sorted(r["id"] for r in t.read().to_pylist()) == [0, 1, 2, 3]
+
+
+def test_idempotent_commit_reads_each_snapshot_once(proxied):
+    """A write with a commit identity first looks for its pair among the retained snapshots:
+    one listing, and only the snapshots the catalog has not read as listed (here the one the
+    previous write published) — not every retained snapshot on every job."""
+    proxy, wh, options = proxied
+    cat = new_table(wh, options)
+    t = cat.get_table("db.t")
+    for i in range(6):
+        t.write(one(i), commit_user="dag.task", commit_identifier=i)
+    counts = counted(proxy, lambda: t.write(one(6), commit_user="dag.task",
+                                            commit_identifier=6))
+    # the schema and snapshot listings, LATEST and the snapshot it names, the previous
+    # write's snapshot as listed, the base re-read beside the manifest PUTs
+    assert counts == {"PUT": 6, "LIST": 2, "GET": 4}
+    again = counted(proxy, lambda: t.write(one(6), commit_user="dag.task",
+                                           commit_identifier=6))
+    assert again == {"LIST": 2, "GET": 3}  # found landed: nothing written
+    assert len(t.read()) == 7

@@ -318,7 +318,8 @@ def report(figs: list[Figure], peer: Figure | None, base: dict[str, float]) -> N
         trips = f"{f.round_trips:7.1f}" if f.round_trips is not None else f"{'-':>7}"
         net = f"{'-':>7}"
         if f.latency_ms and f.name in base:
-            net = f"{(f.wall_s - base[f.name]) / (f.latency_ms / 1000):7.1f}"
+            trips_net = (f.wall_s - base[f.name]) / (f.latency_ms / 1000)
+            net = f"{trips_net:7.1f}" if trips_net > 0 else f"{'~0':>7}"  # noise of the load
         vs = ""
         if peer is not None and f is not peer and not peer.error and "commit" in f.name \
                 and peer.requests and peer.wall_s:

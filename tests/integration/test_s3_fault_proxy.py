@@ -137,12 +137,14 @@ def test_counts_requests_by_verb_and_operation(s3_bucket: str, proxy: FaultProxy
         c.put_object(Bucket=s3_bucket, Key=key, Body=b"v")
     c.get_object(Bucket=s3_bucket, Key="a")["Body"].read()
     c.head_object(Bucket=s3_bucket, Key="b")
+    c.copy_object(Bucket=s3_bucket, Key="d", CopySource={"Bucket": s3_bucket, "Key": "a"})
     c.list_objects_v2(Bucket=s3_bucket, Prefix="")
     c.delete_object(Bucket=s3_bucket, Key="c")
     c.delete_objects(Bucket=s3_bucket, Delete={"Objects": [{"Key": "a"}, {"Key": "b"}]})
-    assert proxy.methods == {"PUT": 3, "GET": 1, "HEAD": 1, "LIST": 1, "DELETE": 1, "POST": 1}
-    assert proxy.operations == {"PutObject": 3, "GetObject": 1, "HeadObject": 1,
-                                "ListObjectsV2": 1, "DeleteObject": 1, "DeleteObjects": 1}
+    assert proxy.methods == {"PUT": 4, "GET": 1, "HEAD": 1, "LIST": 1, "DELETE": 1, "POST": 1}
+    assert proxy.operations == {"PutObject": 3, "CopyObject": 1, "GetObject": 1,
+                                "HeadObject": 1, "ListObjectsV2": 1, "DeleteObject": 1,
+                                "DeleteObjects": 1}
     proxy.reset_counters()
     assert proxy.methods == {} and proxy.operations == {}
 

@@ -565,7 +565,8 @@ class FaultProxy:
             self._counts[name] += 1
 
     def _classify(self, req: _Request) -> None:
-        verb, op = s3_operation(req.method, req.target)
+        verb, op = s3_operation(req.method, req.target,
+                                req.header("x-amz-copy-source") is not None)
         with self._lock:
             self._methods[verb] += 1
             self._operations[op] += 1

@@ -9,10 +9,11 @@ __all__ = ["s3_operation", "VERBS"]
 VERBS = ("GET", "PUT", "HEAD", "LIST", "DELETE", "POST")
 
 
-def s3_operation(method: str, target: str) -> tuple[str, str]:
+def s3_operation(method: str, target: str, copy_source: bool = False) -> tuple[str, str]:
     """(verb, operation) of a path-style S3 request: verb is the HTTP method, except that a GET
     of a bucket (a listing) is ``LIST``; operation is S3's name for it (GetObject,
-    ListObjectsV2, DeleteObjects, CopyObject, UploadPart, ...)."""
+    ListObjectsV2, DeleteObjects, CopyObject, UploadPart, ...). ``copy_source``: the request
+    carries ``x-amz-copy-source`` (a PUT that copies, as a rename does)."""
     path, _, query = target.partition("?")
     params = {p.partition("=")[0] for p in query.split("&") if p}
     has_key = "/" in path.strip("/")
@@ -28,7 +29,9 @@ def s3_operation(method: str, target: str) -> tuple[str, str]:
     if method == "PUT":
         if not has_key:
             return "PUT", "CreateBucket"
-        return "PUT", "UploadPart" if "partNumber" in params else "PutObject"
+        if "partNumber" in params:
+            return "PUT", "UploadPartCopy" if copy_source else "UploadPart"
+        return "PUT", "CopyObject" if copy_source else "PutObject"
     if method == "DELETE":
         if "uploadId" in params:
             return "DELETE", "AbortMultipartUpload"

@@ -36,6 +36,7 @@ deletes.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from lakeformat import clock
@@ -64,7 +65,7 @@ from lakeformat.options import CoreOptions
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
-from lakeformat.storage.parallel import parallel_map
+from lakeformat.storage.parallel import IO_WORKERS, parallel_map
 
 
 @dataclass
@@ -84,7 +85,7 @@ class ExpirePlan:
     changelogs: list[Snapshot] = field(default_factory=list)  # changelog-<id> files to write
 
 
-def read_snapshots(sm: SnapshotManager, ids: range, cache: dict[int, Snapshot]
+def read_snapshots(sm: SnapshotManager, ids: Sequence[int], cache: dict[int, Snapshot]
                    ) -> dict[int, Snapshot]:
     """Snapshots of `ids` (missing ones skipped), read in parallel and kept in `cache`."""
     todo = [i for i in ids if i not in cache]
@@ -152,15 +153,31 @@ def expire_range(sm: SnapshotManager, consumers: ConsumerManager, retain_min: in
 def _first_young(sm: SnapshotManager, lo: int, hi: int, cutoff_ms: int,
                  cache: dict[int, Snapshot]) -> int:
     """The first id in `[lo, hi)` whose next snapshot was committed at or after the cut-off
-    (`hi` if none): a binary search, as commit times grow with ids, so a backlog of thousands
-    of snapshots costs a dozen reads. A missing snapshot (expired meanwhile) counts as old."""
+    (`hi` if none): a search, as commit times grow with ids, so a backlog of thousands of
+    snapshots costs a few rounds of reads. A missing snapshot (expired meanwhile) counts as
+    old."""
+    return first_snapshot(sm, lo + 1, hi + 1, lambda s: cutoff_ms <= s.time_millis,
+                          cache) - 1
+
+
+def first_snapshot(sm: SnapshotManager, lo: int, hi: int, test: Callable[[Snapshot], bool],
+                   cache: dict[int, Snapshot]) -> int:
+    """The first id in `[lo, hi)` whose snapshot passes `test` (`hi` if none), for a test that
+    once passed passes for every later snapshot (commit times grow with ids); a missing
+    snapshot fails it. Each round reads up to `IO_WORKERS` evenly spaced snapshots at once, so
+    the rounds are a logarithm to that base, not to 2."""
     while lo < hi:
-        mid = (lo + hi) // 2
-        nxt = read_snapshots(sm, range(mid + 1, mid + 2), cache).get(mid + 1)
-        if nxt is not None and cutoff_ms <= nxt.time_millis:
-            hi = mid
-        else:
-            lo = mid + 1
+        step = -(-(hi - lo) // IO_WORKERS)
+        probes = list(range(lo, hi, step))
+        found = read_snapshots(sm, probes, cache)
+        new_lo, new_hi = lo, hi
+        for p in probes:
+            snap = found.get(p)
+            if snap is not None and test(snap):
+                new_hi = p
+                break
+            new_lo = p + 1
+        lo, hi = new_lo, new_hi
     return lo
 
 

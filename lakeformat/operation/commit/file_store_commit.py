@@ -203,11 +203,17 @@ class FileStoreCommit:
                     check_compaction_ties(live, messages, self.table_path)
             if not entries and not changelog and not index_added:
                 return None
-            index_name = next_index_manifest(
-                self.index_file, latest, index_added, index_base, overwrite_partitions,
-                overwrite_all, removed_files(entries), deletions_seen, self.table_path)
+            pending = DeferredWrites(self.file_io)  # the index manifest too, with the rest
+            self.index_file.deferred = pending
+            try:
+                index_name = next_index_manifest(
+                    self.index_file, latest, index_added, index_base, overwrite_partitions,
+                    overwrite_all, removed_files(entries), deletions_seen, self.table_path)
+            finally:
+                self.index_file.deferred = None
             snap = self._try_commit(latest, entries, kind, changelog, index_manifest=index_name,
-                                    known_schema=known_schema, verify_base=verify)
+                                    known_schema=known_schema, verify_base=verify,
+                                    pending=pending)
             if snap is not None:
                 self._clear_ambiguous()
                 self.snapshots.commit_latest_hint(snap.id)
@@ -320,8 +326,8 @@ class FileStoreCommit:
                     kind: str, changelog: Sequence[ManifestEntry] = (),
                     compact_manifests: bool = False,
                     index_manifest: str | None | object = INHERIT,
-                    known_schema: int | None = None, verify_base: bool = False
-                    ) -> Snapshot | None:
+                    known_schema: int | None = None, verify_base: bool = False,
+                    pending: DeferredWrites | None = None) -> Snapshot | None:
         """One attempt; `compact_manifests`: the base list is `compact_fully` of the latest
         snapshot's manifests and the snapshot keeps its schema id, statistics and row ids.
         `index_manifest`: the new snapshot's (written for this attempt, deleted with its other
@@ -331,7 +337,8 @@ class FileStoreCommit:
         written_manifests: list[ManifestFileMeta] = []
         written_lists: list[str] = [] if index_manifest is INHERIT or index_manifest is None \
             else [str(index_manifest)]
-        pending = DeferredWrites(self.file_io)  # built first, then written in one round trip
+        # built first, then written in one round trip (with the attempt's index manifest)
+        pending = pending if pending is not None else DeferredWrites(self.file_io)
         self.manifest_file.deferred = self.manifest_list.deferred = pending
         try:
             delta = self.manifest_file.write(entries) if entries else []

@@ -16,6 +16,7 @@ from dataclasses import replace
 from lakeformat.errors import SnapshotNotFoundError
 from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.meta.tag import TagManager
+from lakeformat.operation.maintain.survey import read_tags
 from lakeformat.results import MaintenanceResult
 from lakeformat.storage import FileIO
 
@@ -50,7 +51,7 @@ def rollback_to(file_io: FileIO, table_path: str, table_name: str, target: int |
                 file_io.delete(path)
             result.snapshots_deleted.append(sid)
             result.deleted.append(path)
-    for tag in tags.tags():
+    for tag in read_tags(tags):
         if tag.snapshot_id > target_id:
             if not dry_run:
                 tags.delete_file(tag.name)

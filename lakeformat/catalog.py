@@ -30,6 +30,7 @@ from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema, new_schema
 from lakeformat.schema.types import DataField, assign_field_ids, from_arrow
 from lakeformat.storage import FileIO, get_file_io
+from lakeformat.storage.metadata_cache import configure as configure_metadata_cache
 from lakeformat.table import Table
 
 #: Paimon's name of a table's branch: `table$branch_<name>` (`Identifier.SYSTEM_BRANCH_PREFIX`)
@@ -87,6 +88,8 @@ class Catalog:
         with secrets_hidden(self.options):  # no option error echoes a credential
             self.config = check_catalog_options(self.options, self.warehouse)
             self.file_io = file_io or get_file_io(warehouse, self.options)
+            if self.config.metadata_cache_bytes is not None:
+                configure_metadata_cache(self.file_io, self.config.metadata_cache_bytes)
             self.metastore = self._make_metastore()
 
     def __repr__(self) -> str:
@@ -213,11 +216,19 @@ class Catalog:
             if dot and marker:
                 return self.get_table(f"{database}.{base}").branch(branch)
         ident = Identifier.parse(identifier)
-        if not self.metastore.table_exists(ident.database, ident.table):
-            if not self.metastore.database_exists(ident.database):
-                raise DatabaseNotFoundError(self._no_database(ident.database))
-            raise TableNotFoundError(self._no_table(ident))
-        return Table(str(ident), self.table_path(ident), self.file_io, self.table_locks(ident))
+        # a warehouse's table exists when its schema directory lists a schema: the table's own
+        # listing of its latest schema says so, one request instead of two
+        known = isinstance(self.metastore, FileSystemMetastore) or \
+            self.metastore.table_exists(ident.database, ident.table)
+        if known:
+            try:
+                return Table(str(ident), self.table_path(ident), self.file_io,
+                             self.table_locks(ident))
+            except TableNotFoundError:
+                pass
+        if not self.metastore.database_exists(ident.database):
+            raise DatabaseNotFoundError(self._no_database(ident.database))
+        raise TableNotFoundError(self._no_table(ident))
 
     def create_table(self, identifier: str | Identifier, schema: pa.Schema | list[DataField],
                      primary_keys: list[str] | None = None,
@@ -299,3 +310,4 @@ class Catalog:
                 return
             raise TableNotFoundError(self._no_table(ident))
         self.metastore.drop_table(ident.database, ident.table)
+        self.file_io.metadata_cache.invalidate_prefix(self.table_path(ident) + "/")

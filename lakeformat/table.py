@@ -88,6 +88,7 @@ from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.schema.types import arrow_schema
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
 
 
 def _positive_int(table: str, arg: str, value: Any) -> None:
@@ -310,13 +311,22 @@ class Table:
         `already_committed=True`. `runner` runs the execute step (default: a thread pool).
         """
         table = as_table(data)
-        self.refresh()
+        latest = self._refresh_with_latest()
         check_auto_tags(self._schema, self.path)  # a bad tag.* option fails before writing
         opts = write_options(self._schema, options)
         merge = opts if wants_merge_schema(opts, merge_schema) else None
-        return self._run(WriteJob(self.file_io, self.path, self._schema, table, None, overwrite,
-                                  commit_user, commit_identifier, merge_schema_options=merge,
-                                  runner=runner, table_name=self.name))
+        job = WriteJob(self.file_io, self.path, self._schema, table, None, overwrite,
+                       commit_user, commit_identifier, merge_schema_options=merge,
+                       runner=runner, table_name=self.name)
+        job.read_latest = (latest,)
+        return self._run(job)
+
+    def _refresh_with_latest(self) -> Snapshot | None:
+        """`refresh` and the latest snapshot read at once: independent reads, so a write's
+        plan costs the round trips of one of them (a dropped table still raises first)."""
+        _, latest = parallel_map(lambda read: read(), [
+            self.refresh, lambda: self.snapshot_manager.latest_snapshot(probe_next=False)])
+        return latest
 
     def delete(self, keys: Any = None, *, where: Filter = None, commit_user: str | None = None,
                commit_identifier: int | None = None, runner: Runner | None = None,

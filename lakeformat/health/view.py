@@ -16,26 +16,30 @@ them); a failure in the other parts is recorded in `errors` and leaves that part
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from lakeformat import clock
 from lakeformat.health.buckets import BucketFigures, PartitionText, bucket_figures
 from lakeformat.layout import SCHEMA_PREFIX, numbered_id
-from lakeformat.meta.consumer import ConsumerManager
+from lakeformat.meta.changelog import ChangelogManager
 from lakeformat.meta.data_file_meta import ManifestEntry, ManifestFileMeta, merge_entries
 from lakeformat.meta.deletion_vector import DeletionFile
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import Tag, TagManager
 from lakeformat.operation.compact import CompactTask, check_compactable, plan_from_entries
 from lakeformat.operation.maintain import (
+    Consumers,
     ReferenceScan,
     expire_range,
     explain_kept_schemas,
+    first_snapshot,
     partition_update_times,
     plan_expire,
     plan_schema_retention,
     read_snapshots,
+    read_tags,
     remove_orphan_files,
     schema_retention_settings,
 )
@@ -45,6 +49,9 @@ from lakeformat.options import CoreOptions
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import concurrently
+
+T = TypeVar("T")
 
 #: how many distinct last-compaction instants are traced to their COMPACT snapshot
 MAX_TRACED = 32
@@ -188,19 +195,34 @@ def read_view(file_io: FileIO, path: str, schema: TableSchema, name: str,
     local_ms = clock.local_millis_now()
     errors: list[str] = []
     sm = SnapshotManager(file_io, path)
-    latest = sm.latest_snapshot()
-    earliest_id = sm.earliest_snapshot_id() if latest is not None else None
+    # first round: everything that depends on nothing read before, at once
+    latest, earliest_id, tags, consumers, schema_files, changelogs = concurrently(
+        sm.latest_snapshot, sm.earliest_snapshot_id,
+        _caught(lambda: read_tags(TagManager(file_io, path))),
+        _caught(lambda: Consumers(file_io, path).consumers()),
+        _caught(lambda: _schema_ids(file_io, path)),
+        _caught(lambda: ChangelogManager(file_io, path).changelog_ids()))
+    earliest_id = earliest_id if latest is not None else None
     cache: dict[int, Snapshot] = {} if latest is None else {latest.id: latest}
-    earliest = None
-    if earliest_id is not None:
-        earliest = read_snapshots(sm, range(earliest_id, earliest_id + 1), cache).get(
-            earliest_id)
     scan = FileStoreScan(file_io, path, schema)
-    metas = scan.data_manifests(latest) if latest is not None else []
-    changelog_metas = scan.changelog_manifests(latest) if latest is not None else []
-    raw_entries = scan.read_entries(metas) if metas else []
+    # second round: the latest snapshot's lists beside the earliest snapshot, then its
+    # manifests beside its index manifest
+    lists = ([latest.base_manifest_list, latest.delta_manifest_list]
+             + ([latest.changelog_manifest_list] if latest.changelog_manifest_list else [])
+             if latest is not None else [])
+    earliest_ids = range(earliest_id, earliest_id + 1) if earliest_id is not None else range(0)
+    found, *read_lists = concurrently(lambda: read_snapshots(sm, earliest_ids, cache),
+                                      *[lambda n=n: scan.read_list(n) for n in lists])
+    earliest = found.get(earliest_id) if earliest_id is not None else None
+    metas = read_lists[0] + read_lists[1] if latest is not None else []
+    changelog_metas = read_lists[2] if len(read_lists) > 2 else []
+    raw_entries, index = concurrently(
+        lambda: scan.read_entries(metas) if metas else [],
+        _caught(lambda: scan.deletion_files(latest) if metas else {}))
     entries = merge_entries(raw_entries) if metas else []
-    dvs = scan.deletion_files(latest) if entries else {}
+    if entries and index[1] is not None:
+        raise index[1]
+    dvs = index[0] if entries else {}
     max_level = max(opts.num_levels, max((e.file.level for e in entries), default=0) + 1) - 1
     figures = bucket_figures(schema, opts, entries, dvs, max_level)
     minor: list[CompactTask] | None = None
@@ -217,19 +239,24 @@ def read_view(file_io: FileIO, path: str, schema: TableSchema, name: str,
     if str(opts.get("partition.expiration-strategy", "")).strip() == "update-time":
         view.partition_update_times = partition_update_times(raw_entries)
     consumers_read = True
-    for what, read in (("tags", lambda: TagManager(file_io, path).tags()),
-                       ("consumers", lambda: ConsumerManager(file_io, path).consumers())):
-        try:
-            setattr(view, what, read())
-        except Exception as e:
-            _error(errors, f"cannot read the {what}", e)
+    for what, (value, failure) in (("tags", tags), ("consumers", consumers)):
+        if failure is None:
+            setattr(view, what, value)
+        else:
+            _error(errors, f"cannot read the {what}", failure)
             consumers_read = consumers_read and what != "consumers"
     if consumers_read:  # what consumers pin bounds expiry: no figures without them
-        _read_expiry(view, _Pinned(file_io, path, latest, earliest_id))
+        decoupled = (None if changelogs[1] is not None else
+                     CoreOptions(schema.options).changelog_lifecycle_decoupled
+                     or bool(changelogs[0]))
+        _read_expiry(view, _Pinned(file_io, path, latest, earliest_id),
+                     None if tags[1] is not None else tags[0], decoupled)
     else:
         view.expiry.refused = "the consumers could not be read (see errors)"
     try:
-        view.schemas = _read_schemas(view)
+        if schema_files[1] is not None:
+            raise schema_files[1]
+        view.schemas = _read_schemas(view, schema_files[0])
     except Exception as e:
         _error(errors, "cannot read the schema files", e)
     try:
@@ -246,8 +273,27 @@ def read_view(file_io: FileIO, path: str, schema: TableSchema, name: str,
     return view
 
 
-def _read_expiry(view: TableView, sm: SnapshotManager) -> None:
-    """Expiry's own range and plan (`expire_range`, `plan_expire`) over the pass's reads."""
+def _caught(read: Callable[[], T]) -> Callable[[], tuple[T | None, Exception | None]]:
+    """`read` giving (value, None), or (None, the failure): a part of the pass that fails is
+    recorded in `errors`, not raised."""
+    def call() -> tuple[T | None, Exception | None]:
+        try:
+            return read(), None
+        except Exception as e:  # noqa: BLE001 - recorded by the caller
+            return None, e
+    return call
+
+
+def _schema_ids(io: FileIO, path: str) -> list[int]:
+    manager = SchemaManager(io, path)
+    return sorted(i for i in (numbered_id(st.path.rsplit("/", 1)[-1], SCHEMA_PREFIX)
+                              for st in io.list_status(manager.schema_dir)) if i is not None)
+
+
+def _read_expiry(view: TableView, sm: SnapshotManager, tags: list[Tag] | None = None,
+                 decoupled: bool | None = None) -> None:
+    """Expiry's own range and plan (`expire_range`, `plan_expire`) over the pass's reads (its
+    tags and changelog listing when they were read)."""
     opts, ex = view.opts, view.expiry
     try:
         check_supported(view.schema, EXPIRE_SNAPSHOTS, view.path)
@@ -264,7 +310,7 @@ def _read_expiry(view: TableView, sm: SnapshotManager) -> None:
         ex.earliest, ex.end, ex.eligible_end = span.earliest, span.end, span.eligible_end
         if span.end > span.earliest:
             plan = plan_expire(view.file_io, view.path, view.schema, span.earliest, span.end,
-                               view.cache)
+                               view.cache, decoupled, tags)
             if plan is not None:
                 ex.files = len(plan.data) + len(plan.changelog) + len(plan.index)
                 ex.manifests = len(plan.manifests)
@@ -276,14 +322,12 @@ def _read_expiry(view: TableView, sm: SnapshotManager) -> None:
         _error(view.errors, "cannot plan snapshot expiry", e)
 
 
-def _read_schemas(view: TableView) -> Schemas:
-    """Schema files, which of them clean_schemas would remove now, and why it keeps the others.
-    With no more files than `schema.num-retained.min` nothing is removable and no manifest is
-    read."""
+def _read_schemas(view: TableView, ids: list[int]) -> Schemas:
+    """Schema files (`ids`, listed), which of them clean_schemas would remove now, and why it
+    keeps the others. With no more files than `schema.num-retained.min` nothing is removable
+    and no manifest is read."""
     io = view.file_io
     manager = SchemaManager(io, view.path)
-    ids = sorted(i for i in (numbered_id(st.path.rsplit("/", 1)[-1], SCHEMA_PREFIX)
-                             for st in io.list_status(manager.schema_dir)) if i is not None)
     raw = dict(view.opts.raw)
     retain_min, cutoff = schema_retention_settings(raw, None, None, view.now_ms)
     out = Schemas(ids=ids, retain_min=retain_min,
@@ -296,7 +340,7 @@ def _read_schemas(view: TableView) -> Schemas:
                     for sid in ids}
         return out
     scan = ReferenceScan(io, view.path, view.schema, "health")
-    scan.scan_until_stable()
+    scan.refresh()  # one look is a report's worth (clean_schemas looks again before deleting)
     removable, young = plan_schema_retention(manager, ids, scan.schema_ids, retain_min, cutoff)
     out.removable = removable
     left = [sid for sid in ids if sid not in set(removable)]
@@ -330,13 +374,7 @@ def _trace_compactions(view: TableView, sm: SnapshotManager) -> None:
         known = [(sid, s.time_millis) for sid, s in view.cache.items() if lo_id <= sid <= hi_id]
         lo = max((sid + 1 for sid, ms in known if ms < utc), default=lo_id)
         hi = min((sid for sid, ms in known if ms >= utc), default=hi_id + 1)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            snap = read_snapshots(sm, range(mid, mid + 1), view.cache).get(mid)
-            if snap is not None and snap.time_millis >= utc:
-                hi = mid
-            else:
-                lo = mid + 1
+        lo = first_snapshot(sm, lo, hi, lambda s, utc=utc: s.time_millis >= utc, view.cache)
         found = None
         window = read_snapshots(sm, range(lo, min(hi_id, lo + 4) + 1), view.cache)
         for sid in sorted(window):

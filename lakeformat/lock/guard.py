@@ -57,6 +57,10 @@ class GuardedFileIO(FileIO):
         """The same guard, also fenced by `lease`."""
         return GuardedFileIO(self.inner, self.commit_lock, self.fences + (lease,))
 
+    @property
+    def metadata_cache(self) -> Any:
+        return self.inner.metadata_cache
+
     def check_fences(self) -> None:
         for lease in self.fences:
             lease.check()

@@ -22,7 +22,13 @@ from fastavro.write import Writer
 
 from lakeformat.errors import CorruptFileError, UnsupportedError
 from lakeformat.layout import INDEX_DIR, TablePaths
-from lakeformat.meta.manifest import _AvroSettings, _opt, _read_records
+from lakeformat.meta.manifest import (
+    DeferredWrites,
+    _AvroSettings,
+    _opt,
+    _read_records,
+    write_metadata,
+)
 from lakeformat.storage import FileIO
 
 INDEX_MANIFEST_VERSION = 1
@@ -129,6 +135,8 @@ class IndexManifestFile:
         self._uuid = str(uuid.uuid4())
         self._counter = count()
         self._index_counter = count()
+        #: when set, index manifests are collected there instead of written (`DeferredWrites`)
+        self.deferred: DeferredWrites | None = None
 
     def path(self, file_name: str) -> str:
         return self.file_io.join(self.manifest_dir, file_name)
@@ -151,7 +159,7 @@ class IndexManifestFile:
         for e in entries:
             writer.write(e.to_avro())
         writer.flush()
-        self.file_io.write_bytes(self.path(name), buf.getvalue())
+        write_metadata(self.file_io, self.path(name), buf.getvalue(), self.deferred)
         return name
 
     # -- HASH index files ------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from lakeformat.meta.data_file_meta import (
 from lakeformat.options import CoreOptions
 from lakeformat.schema.types import DataType
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
 
 __all__ = [
     "MANIFEST_VERSION",
@@ -196,9 +197,70 @@ def _meta_from_record(rec: Mapping[str, Any], path: str) -> ManifestFileMeta:
     return ManifestFileMeta.from_avro(rec)
 
 
+#: parsed metadata takes several times the bytes of its Avro file in memory; the cache's
+#: byte bound counts this multiple of the file size for a parsed file
+PARSED_SIZE_FACTOR = 8
+
+
 def _read_records(file_io: FileIO, path: str, convert: Any) -> list[Any]:
-    """Decode every record of an Avro file; anything undecodable becomes CorruptFileError."""
-    data = file_io.read_bytes(path)  # a missing file is FileNotFoundError, not corruption
+    """Decode every record of an Avro file; anything undecodable becomes CorruptFileError.
+
+    Manifest lists, manifests and index manifests have unique names and never change, so the
+    decoded records are kept in the FileIO's metadata cache by path (and the bytes a commit
+    of this process wrote are found there too, see `cache_written`)."""
+    cache = file_io.metadata_cache
+    key = (path, getattr(convert, "__qualname__", "records"))
+    hit = cache.get(key)
+    if hit is not None:
+        return list(hit)
+    data = cache.get((path, "written"))
+    if data is None:
+        data = file_io.read_bytes(path)  # a missing file is FileNotFoundError, not corruption
+    records = _decode(data, path, convert)
+    cache.put(key, tuple(records), len(data) * PARSED_SIZE_FACTOR)
+    cache.invalidate((path, "written"))
+    return records
+
+
+class DeferredWrites:
+    """Metadata files built but not yet written: a commit builds its manifests and manifest
+    lists first, then writes them all at once (`flush`, one round trip instead of one per
+    file) before it publishes the snapshot that names them."""
+
+    def __init__(self, file_io: FileIO):
+        self.file_io = file_io
+        self.files: list[tuple[str, bytes]] = []
+
+    def add(self, path: str, data: bytes) -> None:
+        self.files.append((path, data))
+
+    def flush(self) -> None:
+        """Write every file (concurrently); the first failure is raised once all ended."""
+        files, self.files = self.files, []
+
+        def put(item: tuple[str, bytes]) -> None:
+            write_metadata(self.file_io, item[0], item[1])
+
+        parallel_map(put, files)
+
+
+def write_metadata(file_io: FileIO, path: str, data: bytes,
+                   deferred: DeferredWrites | None = None) -> None:
+    """Write a uniquely named metadata file and keep it in the cache (or defer both)."""
+    if deferred is not None:
+        deferred.add(path, data)
+        return
+    file_io.write_bytes(path, data)
+    cache_written(file_io, path, data)
+
+
+def cache_written(file_io: FileIO, path: str, data: bytes) -> None:
+    """A metadata file this process just wrote (a unique name): kept as bytes, decoded on the
+    first read, so the next commit reads it without a request and exactly as a reader would."""
+    file_io.metadata_cache.put((path, "written"), data, len(data))
+
+
+def _decode(data: bytes, path: str, convert: Any) -> list[Any]:
     try:
         reader = fastavro.reader(io.BytesIO(data))
         require_codec(str(reader.metadata.get("avro.codec", "null")), f"Avro file {path}")
@@ -265,6 +327,8 @@ class ManifestFile:
         self._avro = _AvroSettings(options)
         self._uuid = str(uuid.uuid4())
         self._counter = count()
+        #: when set, files are collected there instead of written (`DeferredWrites`)
+        self.deferred: DeferredWrites | None = None
 
     @property
     def codec(self) -> str:
@@ -410,7 +474,7 @@ class ManifestRollingWriter:
         self._writer = self._buf = self._stats = None
         meta = stats.to_meta(name, len(data), self._mf.partition_types)
         self._written.append(meta)  # before writing, so abort() also removes a partial file
-        self._mf.file_io.write_bytes(self._mf.path(name), data)
+        write_metadata(self._mf.file_io, self._mf.path(name), data, self._mf.deferred)
 
     def close(self) -> list[ManifestFileMeta]:
         """Finish the last file; returns the metas of every file written, in order."""
@@ -438,6 +502,8 @@ class ManifestList:
         self._avro = _AvroSettings(options or {})
         self._uuid = str(uuid.uuid4())
         self._counter = count()
+        #: when set, files are collected there instead of written (`DeferredWrites`)
+        self.deferred: DeferredWrites | None = None
 
     def path(self, file_name: str) -> str:
         return self.file_io.join(self.manifest_dir, file_name)
@@ -458,7 +524,7 @@ class ManifestList:
         writer.flush()
         data = buf.getvalue()
         name = self.new_file_name()
-        self.file_io.write_bytes(self.path(name), data)
+        write_metadata(self.file_io, self.path(name), data, self.deferred)
         return name, len(data)
 
     def delete(self, file_name: str) -> bool:

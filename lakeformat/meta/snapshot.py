@@ -8,7 +8,7 @@ from typing import Any
 
 from lakeformat.errors import CorruptFileError
 from lakeformat.layout import EARLIEST, LATEST, SNAPSHOT_PREFIX, TablePaths, numbered_id
-from lakeformat.storage import FileIO
+from lakeformat.storage import FileIO, FileStatus
 from lakeformat.storage.parallel import parallel_map
 
 BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX: what batch writers use
@@ -131,9 +131,32 @@ class SnapshotManager:
             return False
 
     def snapshot_ids(self) -> list[int]:
-        ids = (numbered_id(s.path.rsplit("/", 1)[-1], SNAPSHOT_PREFIX)
-               for s in self.file_io.list_status(self.snapshot_dir))
-        return sorted(i for i in ids if i is not None)
+        return sorted(self.listed())
+
+    def listed(self) -> dict[int, FileStatus]:
+        """The snapshot files one listing shows, by id."""
+        out = {}
+        for st in self.file_io.list_status(self.snapshot_dir):
+            sid = numbered_id(st.path.rsplit("/", 1)[-1], SNAPSHOT_PREFIX)
+            if sid is not None:
+                out[sid] = st
+        return out
+
+    def snapshot_listed(self, snapshot_id: int, status: FileStatus) -> Snapshot:
+        """`snapshot(snapshot_id)` as `status` (from `listed`) shows it: kept in the catalog's
+        metadata cache under the listing's size, time and version, so the next listing that
+        shows the same file needs no read (`snapshot-N` is written anew after a rollback: its
+        listing then differs)."""
+        if not status.version:
+            return self.snapshot(snapshot_id)
+        validator = (status.size, status.mtime, status.version)
+        cache = self.file_io.metadata_cache
+        key = (status.path, "snapshot")
+        snap = cache.get(key, validator)
+        if snap is None:
+            snap = self.snapshot(snapshot_id)
+            cache.put(key, snap, status.size * 4, validator)
+        return snap  # type: ignore[no-any-return]
 
     def _hint(self, name: str) -> int | None:
         try:
@@ -145,7 +168,7 @@ class SnapshotManager:
     def latest_snapshot_id(self) -> int | None:
         """LATEST is only a hint: trust it when the next id does not exist, else list."""
         hint = self._hint(LATEST)
-        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
+        if hint is not None and parallel_map(self.exists, [hint, hint + 1]) == [True, False]:
             return hint
         ids = self.snapshot_ids()
         return ids[-1] if ids else None
@@ -157,12 +180,40 @@ class SnapshotManager:
         ids = self.snapshot_ids()
         return ids[0] if ids else None
 
-    def latest_snapshot(self) -> Snapshot | None:
-        sid = self.latest_snapshot_id()
-        return None if sid is None else self.snapshot(sid)
+    def latest_snapshot(self, probe_next: bool = True) -> Snapshot | None:
+        """LATEST, then at once the snapshot it names (a GET, a 404 when absent: no HEAD
+        first) and the probe of the next id: two round trips when the hint is right.
+
+        `probe_next=False` trusts the hint about the next id (one request less): only for a
+        writer's plan, whose commit proves it with the write-if-absent of the next id."""
+        return self.latest_and_hint(probe_next)[0]
+
+    def latest_and_hint(self, probe_next: bool = True) -> tuple[Snapshot | None, bool]:
+        """`latest_snapshot`, and whether LATEST named it (False: the hint is stale or gone
+        and the directory was listed)."""
+        hint = self._hint(LATEST)
+        if hint is not None:
+            def fetch(i: int) -> Snapshot | bool | None:
+                if i == hint:
+                    try:
+                        return self.snapshot(i)
+                    except FileNotFoundError:
+                        return None
+                return self.exists(i)
+
+            ids = [hint, hint + 1] if probe_next else [hint]
+            found = parallel_map(fetch, ids) + [False]
+            if isinstance(found[0], Snapshot) and not found[1]:
+                return found[0], True
+        ids = self.snapshot_ids()
+        return (self.snapshot(ids[-1]) if ids else None), not ids
 
     def snapshots(self) -> list[Snapshot]:
-        return [self.snapshot(i) for i in self.snapshot_ids()]
+        """Every retained snapshot, oldest first: one listing, then (at once) the files the
+        metadata cache does not hold as listed."""
+        listed = self.listed()
+        ids = sorted(listed)
+        return parallel_map(lambda i: self.snapshot_listed(i, listed[i]), ids)
 
     def find_commit(self, commit_user: str, commit_identifier: int,
                     since: int | None = None) -> list[Snapshot]:
@@ -174,16 +225,20 @@ class SnapshotManager:
         the user's latest as committed; here the pair must match exactly, so that a backfill of an
         older logical date (a smaller identifier) is not mistaken for one already written.
         """
-        ids = [i for i in self.snapshot_ids() if since is None or i > since]
+        listed = self.listed()
+        ids = [i for i in sorted(listed) if since is None or i > since]
         found = []
-        for snap in parallel_map(self._snapshot_or_none, ids):
+        for snap in parallel_map(lambda i: self._snapshot_or_none(i, listed[i]), ids):
             if (snap is not None and snap.commit_user == commit_user
                     and snap.commit_identifier == commit_identifier):
                 found.append(snap)
         return found
 
-    def _snapshot_or_none(self, snapshot_id: int) -> Snapshot | None:
+    def _snapshot_or_none(self, snapshot_id: int, status: FileStatus | None = None
+                          ) -> Snapshot | None:
         try:
+            if status is not None:
+                return self.snapshot_listed(snapshot_id, status)
             return self.snapshot(snapshot_id)
         except FileNotFoundError:  # expired while we looked
             return None

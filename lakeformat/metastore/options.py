@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from lakeformat.errors import InvalidOptionError, UnsupportedError
 from lakeformat.lock.options import LOCK_OPTIONS, LockConfig
 from lakeformat.storage.fileio import S3_SCHEMES, split_scheme
+from lakeformat.storage.metadata_cache import MAX_SIZE_OPTION, parse_size
 from lakeformat.storage.s3 import S3_OPTIONS
 
 __all__ = ["CatalogConfig", "METASTORES", "CATALOG_OPTIONS"]
@@ -23,7 +24,7 @@ METASTORES = ("filesystem", "jdbc")
 #: options of a JDBC catalog or lock besides `jdbc.*` (driver properties such as `jdbc.user`)
 _JDBC_OPTIONS = ("uri", "catalog-key", "lock-key-max-length", "client-pool-size")
 CATALOG_OPTIONS: frozenset[str] = frozenset(
-    ("warehouse", "metastore") + _JDBC_OPTIONS + LOCK_OPTIONS) | S3_OPTIONS
+    ("warehouse", "metastore", MAX_SIZE_OPTION) + _JDBC_OPTIONS + LOCK_OPTIONS) | S3_OPTIONS
 _JDBC_PREFIX = "jdbc."
 
 
@@ -33,6 +34,9 @@ class CatalogConfig:
     lock: LockConfig
     uri: str | None
     catalog_key: str
+    #: bytes of parsed metadata each FileIO of the catalog keeps (0: no cache; None: the
+    #: storage's default — 64 mb on object stores, none on local disk)
+    metadata_cache_bytes: int | None = None
 
     @property
     def uses_jdbc(self) -> bool:
@@ -74,4 +78,9 @@ def check_catalog_options(options: Mapping[str, str], warehouse: str) -> Catalog
     key = str(options.get("catalog-key", "jdbc"))
     if not key:
         raise InvalidOptionError("catalog option 'catalog-key' must not be empty")
-    return CatalogConfig(metastore, lock, uri, key)
+    raw = options.get(MAX_SIZE_OPTION)
+    try:
+        cache_bytes = parse_size(raw) if raw is not None else None
+    except ValueError as e:
+        raise InvalidOptionError(f"catalog option {MAX_SIZE_OPTION!r} = {raw!r}: {e}") from None
+    return CatalogConfig(metastore, lock, uri, key, cache_bytes)

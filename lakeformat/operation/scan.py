@@ -62,8 +62,10 @@ class FileStoreScan:
         return self.manifest_file.read(file_name)
 
     def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
-        return (self.read_list(snapshot.base_manifest_list)
-                + self.read_list(snapshot.delta_manifest_list))
+        """The base list's manifests, then the delta list's (both lists read at once)."""
+        base, delta = parallel_map(self.read_list, [snapshot.base_manifest_list,
+                                                    snapshot.delta_manifest_list])
+        return base + delta
 
     def changelog_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
         if not snapshot.changelog_manifest_list:

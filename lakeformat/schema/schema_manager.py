@@ -12,7 +12,7 @@ from lakeformat.errors import (
 )
 from lakeformat.layout import SCHEMA_PREFIX, TablePaths, numbered_id
 from lakeformat.schema.table_schema import TableSchema
-from lakeformat.storage import FileIO
+from lakeformat.storage import FileIO, FileStatus
 
 
 class SchemaManager:
@@ -27,9 +27,16 @@ class SchemaManager:
         return self.paths.schema(schema_id)
 
     def schema_ids(self) -> list[int]:
-        ids = (numbered_id(st.path.rsplit("/", 1)[-1], SCHEMA_PREFIX)
-               for st in self.file_io.list_status(self.schema_dir))
-        return sorted(i for i in ids if i is not None)
+        return sorted(self._statuses())
+
+    def _statuses(self) -> dict[int, FileStatus]:
+        """The schema files a listing shows, by id."""
+        out = {}
+        for st in self.file_io.list_status(self.schema_dir):
+            sid = numbered_id(st.path.rsplit("/", 1)[-1], SCHEMA_PREFIX)
+            if sid is not None:
+                out[sid] = st
+        return out
 
     def schema(self, schema_id: int) -> TableSchema:
         """Schema files are immutable, so a read one is cached for the manager's life."""
@@ -46,8 +53,31 @@ class SchemaManager:
         return schema
 
     def latest(self) -> TableSchema | None:
-        ids = self.schema_ids()
-        return self.schema(ids[-1]) if ids else None
+        """The latest schema: one listing, and the file read only when the catalog's metadata
+        cache does not hold it under the version the listing shows (`schema-N` is written again
+        when a table is dropped and created anew, so only the listing can vouch for it)."""
+        statuses = self._statuses()
+        if not statuses:
+            return None
+        sid = max(statuses)
+        st = statuses[sid]
+        if not st.version:  # the store tells no version: no cache across managers
+            return self.schema(sid)
+        validator = (st.size, st.mtime, st.version)
+        cache = self.file_io.metadata_cache
+        key = (self.schema_path(sid), "schema")
+        schema = cache.get(key, validator)
+        if schema is None:
+            path = self.schema_path(sid)
+            try:
+                data = self.file_io.read_bytes(path)
+            except FileNotFoundError:
+                raise FileNotFoundError(f"schema {sid} does not exist ({path})") from None
+            schema = TableSchema.from_json(data, path)
+            if len(data) == st.size:  # what was read is what the listing saw (by size at least)
+                cache.put(key, schema, len(data) * 8, validator)
+        self._cache[sid] = schema
+        return schema
 
     def list_all(self) -> list[TableSchema]:
         return [self.schema(i) for i in self.schema_ids()]

@@ -91,6 +91,9 @@ class FileStatus:
     path: str
     size: int
     mtime: float
+    #: what tells two contents at this path apart where the store says (S3: the ETag of a
+    #: listing; local disk: inode and nanosecond mtime); "" when unknown
+    version: str = ""
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,14 @@ class FileIO(ABC):
     Implementations must be picklable (they are shipped to Spark tasks) and thread-safe
     (work units run in thread pools).
     """
+
+    @property
+    def metadata_cache(self) -> Any:
+        """The :class:`~lakeformat.storage.metadata_cache.MetadataCache` of this FileIO (one
+        per instance, so per catalog; made on first use)."""
+        from lakeformat.storage.metadata_cache import cache_of
+
+        return cache_of(self)
 
     def join(self, *parts: str) -> str:
         """Join path parts with exactly one '/' between them (object keys must not get '//')."""

@@ -30,6 +30,7 @@ from lakeformat.storage.fileio import (
     register_file_io,
     split_scheme,
 )
+from lakeformat.storage.metadata_cache import forget
 
 __all__ = ["LocalFileIO", "local_path"]
 
@@ -70,6 +71,9 @@ def local_path(path: str) -> str:
 
 class LocalFileIO(FileIO):
     """Local disk implementation; stateless, hence trivially picklable and thread-safe."""
+
+    #: no metadata cache unless the catalog asks for one: a local read costs no round trip
+    metadata_cache_default = 0
 
     def __init__(self, fsync: bool = True) -> None:
         """``fsync`` flushes file data before publishing, so a committed snapshot survives a
@@ -137,7 +141,8 @@ class LocalFileIO(FileIO):
                 st = e.stat()
             except FileNotFoundError:  # deleted while we listed
                 continue
-            out.append(FileStatus(self.join(dir_path, e.name), st.st_size, st.st_mtime))
+            out.append(FileStatus(self.join(dir_path, e.name), st.st_size, st.st_mtime,
+                                  f"{st.st_ino}:{st.st_mtime_ns}"))
         return out
 
     def list_dirs(self, dir_path: str) -> list[str]:
@@ -185,6 +190,7 @@ class LocalFileIO(FileIO):
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Overwrite atomically: temp file + ``os.replace``; readers never see a partial file."""
+        forget(self, path)
         target = local_path(path)
         tmp = self._write_temp(target, data)
         try:
@@ -322,6 +328,7 @@ class LocalFileIO(FileIO):
 
     def delete_dir(self, dir_path: str) -> None:
         """``rm -r``; refuses the file-system root because that is always a bug upstream."""
+        forget(self, dir_path, prefix=True)
         p = local_path(dir_path)
         if os.path.abspath(p) == os.path.abspath(os.sep):
             raise UnsupportedError(f"refusing to delete the root directory {dir_path!r}")

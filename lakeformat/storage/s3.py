@@ -30,6 +30,7 @@ from lakeformat.storage.fileio import (
     register_file_io,
     split_scheme,
 )
+from lakeformat.storage.metadata_cache import forget
 from lakeformat.storage.s3_common import (
     S3_OPTIONS,
     S3Settings,
@@ -292,7 +293,7 @@ class S3FileIO(FileIO):
         scheme, bucket, key = split_s3_path(dir_path)
         return [
             FileStatus(uri(scheme, bucket, o["Key"]), int(o["Size"]),
-                       o["LastModified"].timestamp())
+                       o["LastModified"].timestamp(), str(o.get("ETag", "")))
             for page in self._pages(bucket, dir_prefix(key), delimiter=not recursive)
             for o in page.get("Contents", [])
             if not o["Key"].endswith("/")
@@ -321,7 +322,9 @@ class S3FileIO(FileIO):
     def write_bytes(self, path: str, data: bytes) -> None:
         """Single PUT: S3 publishes an object atomically, so no temp key is needed."""
         bucket, key = file_key(path)
+        forget(self, path)
         self.client.put_object(Bucket=bucket, Key=key, Body=data)
+        forget(self, path)
 
     def write_if_absent(self, path: str, data: bytes) -> bool:
         """Conditional PUT (``If-None-Match: *``): False when somebody else created the key.
@@ -438,6 +441,7 @@ class S3FileIO(FileIO):
     def delete_dir(self, dir_path: str) -> None:
         """Delete every key below ``dir_path/`` page by page (memory stays flat); refuses a
         bucket root, because wiping a bucket is always a bug upstream."""
+        forget(self, dir_path, prefix=True)
         _, bucket, key = split_s3_path(dir_path)
         if not key:
             raise UnsupportedError(f"refusing to delete the whole bucket {dir_path!r}")

@@ -1,11 +1,13 @@
 """The fault proxy itself (tests/support/fault_proxy.py): a faithful proxy when it is not
-injecting, faults of the kind and number asked for, and it stops by itself."""
+injecting, faults of the kind and number asked for, requests counted by verb and operation, the
+latency it adds per request, and it stops by itself."""
 
 from __future__ import annotations
 
 import http.client
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from botocore.config import Config
@@ -127,3 +129,39 @@ def test_stops_by_itself(s3_server: str) -> None:
     with pytest.raises(OSError):
         http.client.HTTPConnection("127.0.0.1", port, timeout=2).request("GET", "/")
     proxy.stop()  # twice is fine
+
+
+def test_counts_requests_by_verb_and_operation(s3_bucket: str, proxy: FaultProxy) -> None:
+    c = _client(proxy.endpoint)
+    for key in ("a", "b", "c"):
+        c.put_object(Bucket=s3_bucket, Key=key, Body=b"v")
+    c.get_object(Bucket=s3_bucket, Key="a")["Body"].read()
+    c.head_object(Bucket=s3_bucket, Key="b")
+    c.copy_object(Bucket=s3_bucket, Key="d", CopySource={"Bucket": s3_bucket, "Key": "a"})
+    c.list_objects_v2(Bucket=s3_bucket, Prefix="")
+    c.delete_object(Bucket=s3_bucket, Key="c")
+    c.delete_objects(Bucket=s3_bucket, Delete={"Objects": [{"Key": "a"}, {"Key": "b"}]})
+    assert proxy.methods == {"PUT": 4, "GET": 1, "HEAD": 1, "LIST": 1, "DELETE": 1, "POST": 1}
+    assert proxy.operations == {"PutObject": 3, "CopyObject": 1, "GetObject": 1,
+                                "HeadObject": 1, "ListObjectsV2": 1, "DeleteObject": 1,
+                                "DeleteObjects": 1}
+    proxy.reset_counters()
+    assert proxy.methods == {} and proxy.operations == {}
+
+
+def test_request_latency_delays_every_request_and_overlaps_connections(
+        s3_server: str, s3_bucket: str) -> None:
+    boto3_client(s3_server).put_object(Bucket=s3_bucket, Key="k", Body=b"v")
+    with FaultProxy(s3_server, request_latency=2.0, lifetime=60) as proxy:
+        clients = [_client(proxy.endpoint) for _ in range(2)]
+        with ThreadPoolExecutor(2) as pool:
+            futures = [pool.submit(lambda c: c.get_object(Bucket=s3_bucket, Key="k")["Body"]
+                                   .read(), c) for c in clients]
+            while proxy.requests < 2 and not any(f.done() for f in futures):
+                time.sleep(0.01)
+            # both requests are in the proxy and neither went on: each waits in its own
+            # connection's thread, so the two waits overlap
+            assert proxy.requests == 2 and proxy.forwarded == 0
+            assert [f.result(timeout=30) for f in futures] == [b"v", b"v"]
+        assert proxy.forwarded == 2 and proxy.connections == 2
+        assert proxy.methods == {"GET": 2} and proxy.total_faults == 0

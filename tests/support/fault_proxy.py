@@ -32,6 +32,13 @@ them (a list of header names strips only those).
 The proxy speaks HTTP/1.1 with keep-alive to the client, reads ``Content-Length`` and chunked
 request bodies, answers ``Expect: 100-continue``, and stops by itself after ``lifetime``
 seconds in case a test forgets (its threads are daemons too).
+
+``request_latency`` (seconds, default 0) delays every request before it is answered or
+forwarded, in the handler thread of its connection: requests on separate connections overlap as
+on a real object store, requests on one connection queue. It may be changed while the proxy
+runs. Requests are counted by S3 verb (:attr:`FaultProxy.methods`: GET, PUT, HEAD, LIST,
+DELETE, POST) and by S3 operation (:attr:`FaultProxy.operations`: GetObject, ListObjectsV2,
+DeleteObjects, ...), both read from the method and target, whatever the client.
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.support.s3_operations import s3_operation
 
 __all__ = ["FaultProxy", "FAULT_KINDS", "DEFAULT_WEIGHTS"]
 
@@ -216,6 +225,10 @@ class _Handler(socketserver.StreamRequestHandler):
     def _serve(self, proxy: FaultProxy, req: _Request) -> bool:
         """Answer (or not) one request; False when the connection must end."""
         proxy._count("requests")
+        proxy._classify(req)
+        delay = proxy.request_latency
+        if delay > 0:
+            time.sleep(delay)
         kind = proxy._choose(req)
         proxy._record(req, kind)
         if kind in _ERRORS:
@@ -347,16 +360,20 @@ class FaultProxy:
     ``strip_conditional``: drop ``If-None-Match`` / ``If-Match`` from forwarded requests
     (``strip_methods``: only from requests of these methods, e.g. ``["DELETE"]``)
     (True), or only the headers named in a list such as ``["If-Match"]``.
+    ``request_latency``: seconds every request waits before it is answered or forwarded (one
+    round trip of a distant store; 0: none). Not the ``latency`` fault, which is drawn per
+    fault from the ``latency`` range.
     ``lifetime``: seconds after which the proxy stops by itself.
 
-    ``rate``, ``kinds`` and ``strip_conditional`` may be changed while it runs.
+    ``rate``, ``kinds``, ``strip_conditional`` and ``request_latency`` may be changed while it
+    runs.
     """
 
     def __init__(self, upstream: str, *, rate: float = 0.0, kinds: dict[str, float] | None = None,
                  seed: int | None = 0, latency: tuple[float, float] = (0.005, 0.05),
                  stall: float = 2.0, strip_conditional: bool | list[str] = False,
                  strip_methods: list[str] | None = None,
-                 host: str = "127.0.0.1",
+                 host: str = "127.0.0.1", request_latency: float = 0.0,
                  lifetime: float = 900.0) -> None:
         parts = urlsplit(upstream)
         if parts.scheme != "http" or parts.hostname is None or parts.port is None:
@@ -373,6 +390,9 @@ class FaultProxy:
         self.stall = stall
         self.strip_conditional = strip_conditional
         self.strip_methods = None if strip_methods is None else {m.upper() for m in strip_methods}
+        if request_latency < 0:
+            raise ValueError(f"request_latency must be >= 0, got {request_latency!r}")
+        self.request_latency = request_latency
         self.lifetime = lifetime
         self.stopped = False
         self._log: list[tuple[str, str, str | None]] = []
@@ -380,6 +400,8 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
         self._faults: Counter[str] = Counter()
+        self._methods: Counter[str] = Counter()
+        self._operations: Counter[str] = Counter()
         self._scripts: list[_Script] = []
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -500,6 +522,19 @@ class FaultProxy:
         return self._counter("connections")
 
     @property
+    def methods(self) -> dict[str, int]:
+        """Requests received, by verb: GET (of an object), PUT, HEAD, LIST (a GET of a
+        bucket), DELETE, POST (DeleteObjects, multipart uploads)."""
+        with self._lock:
+            return dict(self._methods)
+
+    @property
+    def operations(self) -> dict[str, int]:
+        """Requests received, by S3 operation (see :func:`s3_operation`)."""
+        with self._lock:
+            return dict(self._operations)
+
+    @property
     def seen(self) -> list[tuple[str, str, str | None]]:
         """Every request received, in order: (method, target, fault kind or None). The
         oldest entries are dropped past 100,000."""
@@ -510,6 +545,8 @@ class FaultProxy:
         with self._lock:
             self._counts.clear()
             self._faults.clear()
+            self._methods.clear()
+            self._operations.clear()
             self._log.clear()
 
     def summary(self) -> str:
@@ -526,6 +563,13 @@ class FaultProxy:
     def _count(self, name: str) -> None:
         with self._lock:
             self._counts[name] += 1
+
+    def _classify(self, req: _Request) -> None:
+        verb, op = s3_operation(req.method, req.target,
+                                req.header("x-amz-copy-source") is not None)
+        with self._lock:
+            self._methods[verb] += 1
+            self._operations[op] += 1
 
     def _record(self, req: _Request, kind: str | None) -> None:
         with self._lock:

@@ -1,5 +1,6 @@
-"""Committing: the commit protocol of a snapshot (`file_store_commit`: manifests, conflict
-checks, the write-if-absent of `snapshot-N`), the index manifest a commit carries (`index`),
+"""Committing: the commit protocol of a snapshot (`file_store_commit`: manifests, the
+write-if-absent of `snapshot-N`; its conflict checks in `checks`), the index manifest a commit
+carries (`index`),
 the job driver every data job runs on (`job`: plan -> execute -> commit, commit identity,
 "already landed", abort) and the jobs that write no data file (`metadata_jobs`: partition
 drop, manifest compaction).
@@ -9,15 +10,17 @@ A new kind of data job subclasses `DataJob` here and lives with its kind of work
 
 from __future__ import annotations
 
+from lakeformat.operation.commit.checks import (
+    CommitMessage,
+    SequenceBase,
+    SequenceConflict,
+    snapshot_identity,
+)
 from lakeformat.operation.commit.file_store_commit import (
     NOT_WATCHED,
     WRITE_KINDS,
     AlreadyCommitted,
-    CommitMessage,
     FileStoreCommit,
-    SequenceBase,
-    SequenceConflict,
-    snapshot_identity,
 )
 from lakeformat.operation.commit.job import (
     DataJob,

@@ -23,7 +23,6 @@ import random
 import time
 import uuid as uuidlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from lakeformat import clock
 from lakeformat.errors import (
@@ -35,56 +34,36 @@ from lakeformat.errors import (
     UnsupportedError,
 )
 from lakeformat.layout import TablePaths
-from lakeformat.mergetree import KeyComparator
 from lakeformat.meta.data_file_meta import (
-    DataFileMeta,
     FileKind,
     ManifestEntry,
     ManifestFileMeta,
 )
 from lakeformat.meta.index_manifest import IndexManifestEntry, IndexManifestFile
-from lakeformat.meta.manifest import ManifestFile, ManifestList
+from lakeformat.meta.manifest import DeferredWrites, ManifestFile, ManifestList
 from lakeformat.meta.manifest_merge import compact_fully, merge_manifests
 from lakeformat.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
+from lakeformat.operation.commit.checks import (
+    CommitMessage,
+    SequenceBase,
+    check_compaction_ties,
+    check_lsm_overlap,
+    check_sequence_base,
+    snapshot_identity,
+)
 from lakeformat.operation.commit.index import INHERIT, next_index_manifest, removed_files
 from lakeformat.operation.scan import FileStoreScan
 from lakeformat.options import CoreOptions
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
 from lakeformat.version import __version__
 
 ADD, DELETE = FileKind.ADD, FileKind.DELETE
 #: times a snapshot is read back after its publish request failed
 READ_BACK_ATTEMPTS = 3
 WRITER_VERSION = f"lakeformat-{__version__}"
-
-
-@dataclass
-class CommitMessage:
-    """What one work unit changed in one (partition, bucket)."""
-
-    partition: bytes
-    bucket: int
-    total_buckets: int
-    new_files: list[DataFileMeta] = field(default_factory=list)
-    deleted_files: list[DataFileMeta] = field(default_factory=list)
-    changelog_files: list[DataFileMeta] = field(default_factory=list)
-
-    @property
-    def is_empty(self) -> bool:
-        return not (self.new_files or self.deleted_files or self.changelog_files)
-
-
-@dataclass(frozen=True)
-class SequenceBase:
-    """What a write numbered its records after: the base snapshot id and, per (partition,
-    bucket) it writes, the number its records start after (the largest sequence number live
-    there in the base snapshot, -1 for none; more after a renumbering). A record committed by
-    anyone else since, numbered above it, would tie with or outrank this write's records."""
-
-    snapshot: tuple | None  # `snapshot_identity` of the base (None: the table was empty)
-    max_sequence: dict[tuple[bytes, int], int]
 
 
 #: `other_runs_after` value that turns the check for another run of the same commit off
@@ -100,21 +79,6 @@ class AlreadyCommitted(CommitError):
     def __init__(self, snapshot: Snapshot):
         super().__init__(f"commit {snapshot.commit_user}/{snapshot.commit_identifier} already "
                          f"landed as snapshot {snapshot.id}")
-        self.snapshot = snapshot
-
-
-class SequenceConflict(CommitConflictError):
-    """Records were committed to buckets of this write after its base snapshot: its sequence
-    numbers must be renumbered. `buckets` maps (partition, bucket) to the largest sequence
-    number now live there; `snapshot_id` is the snapshot that was checked."""
-
-    def __init__(self, table_path: str, buckets: dict[tuple[bytes, int], int],
-                 snapshot: Snapshot | None):
-        snapshot_id = snapshot.id if snapshot else None
-        super().__init__(f"{table_path}: other commits wrote to {len(buckets)} bucket(s) of this "
-                         f"write after its base snapshot (now {snapshot_id}); its records must be "
-                         "renumbered")
-        self.buckets = buckets
         self.snapshot = snapshot
 
 
@@ -146,6 +110,15 @@ class FileStoreCommit:
         #: uuids of every snapshot this committer tried to publish: only these are "ours" when
         #: deciding whether a failed-looking attempt landed (a user may run several jobs)
         self._attempted: set[str] = set()
+        #: (snapshot, schema id) the job read at plan: its first attempt takes them as latest
+        #: (`assume_latest`), a lost write-if-absent of the next id then re-reads
+        self._planned: tuple[Snapshot | None, int] | None = None
+
+    def assume_latest(self, snapshot: Snapshot | None, schema_id: int) -> None:
+        """The latest snapshot and schema id as this job read them at plan. The next commit's
+        first attempt builds on them without reading them again: if its snapshot lands (a
+        write-if-absent of the next id), they were the latest; if not, it reads again."""
+        self._planned = (snapshot, schema_id)
 
     # -- public --------------------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], kind: str = "APPEND",
@@ -192,8 +165,13 @@ class FileStoreCommit:
         seen_latest: int | None = None
         watched = other_runs_after
         attempt = 0
+        planned, self._planned = self._planned, None
         while True:
-            latest = self.snapshots.latest_snapshot()
+            # the schema id the job listed serves every attempt (listed once per job); the
+            # planned base only the first, which re-reads it beside its manifest writes
+            known_schema = planned[1] if planned is not None else None
+            verify = attempt == 0 and planned is not None
+            latest = planned[0] if verify else self._read_latest()  # type: ignore[index]
             if attempt > 0:
                 landed = self.find_landed(seen_latest, latest, kind)
                 if landed is not None:
@@ -225,10 +203,17 @@ class FileStoreCommit:
                     check_compaction_ties(live, messages, self.table_path)
             if not entries and not changelog and not index_added:
                 return None
-            index_name = next_index_manifest(
-                self.index_file, latest, index_added, index_base, overwrite_partitions,
-                overwrite_all, removed_files(entries), deletions_seen, self.table_path)
-            snap = self._try_commit(latest, entries, kind, changelog, index_manifest=index_name)
+            pending = DeferredWrites(self.file_io)  # the index manifest too, with the rest
+            self.index_file.deferred = pending
+            try:
+                index_name = next_index_manifest(
+                    self.index_file, latest, index_added, index_base, overwrite_partitions,
+                    overwrite_all, removed_files(entries), deletions_seen, self.table_path)
+            finally:
+                self.index_file.deferred = None
+            snap = self._try_commit(latest, entries, kind, changelog, index_manifest=index_name,
+                                    known_schema=known_schema, verify_base=verify,
+                                    pending=pending)
             if snap is not None:
                 self._clear_ambiguous()
                 self.snapshots.commit_latest_hint(snap.id)
@@ -340,14 +325,21 @@ class FileStoreCommit:
     def _try_commit(self, latest: Snapshot | None, entries: list[ManifestEntry],
                     kind: str, changelog: Sequence[ManifestEntry] = (),
                     compact_manifests: bool = False,
-                    index_manifest: str | None | object = INHERIT) -> Snapshot | None:
+                    index_manifest: str | None | object = INHERIT,
+                    known_schema: int | None = None, verify_base: bool = False,
+                    pending: DeferredWrites | None = None) -> Snapshot | None:
         """One attempt; `compact_manifests`: the base list is `compact_fully` of the latest
         snapshot's manifests and the snapshot keeps its schema id, statistics and row ids.
         `index_manifest`: the new snapshot's (written for this attempt, deleted with its other
-        files when the attempt does not land), None for none, or INHERIT."""
+        files when the attempt does not land), None for none, or INHERIT. `known_schema`: the
+        latest schema id the job listed (else listed here); `verify_base`: `latest` is the
+        planned base, read again beside the manifest writes (`_flush_checking`)."""
         written_manifests: list[ManifestFileMeta] = []
         written_lists: list[str] = [] if index_manifest is INHERIT or index_manifest is None \
             else [str(index_manifest)]
+        # built first, then written in one round trip (with the attempt's index manifest)
+        pending = pending if pending is not None else DeferredWrites(self.file_io)
+        self.manifest_file.deferred = self.manifest_list.deferred = pending
         try:
             delta = self.manifest_file.write(entries) if entries else []
             written_manifests += delta
@@ -372,10 +364,13 @@ class FileStoreCommit:
                 changelog_name, changelog_size = self.manifest_list.write(changelog_manifests)
                 written_lists.append(changelog_name)
                 changelog_rows = sum(e.file.row_count for e in changelog)
+            self.manifest_file.deferred = self.manifest_list.deferred = None
             added = sum(e.file.row_count for e in entries if e.kind == ADD)
             removed = sum(e.file.row_count for e in entries if e.kind == DELETE)
             new_id = (latest.id + 1) if latest else 1
-            schema_id = self.schemas.schema_ids()[-1]  # Java records the latest schema
+            # Java records the latest schema: listed again, unless this job listed it already
+            schema_id = self.schemas.schema_ids()[-1] if known_schema is None else max(
+                known_schema, latest.schema_id if latest else 0)
             same = compact_manifests and latest is not None
             if same:  # Java's compactManifest keeps what the latest snapshot says
                 schema_id = latest.schema_id  # type: ignore[union-attr]
@@ -399,13 +394,16 @@ class FileStoreCommit:
                 statistics=latest.statistics if same else None,  # type: ignore[union-attr]
                 next_row_id=latest.next_row_id if same else None,  # type: ignore[union-attr]
             )
-            self._attempted.add(snap.uuid)
-            landed = self._publish(snap)
+            landed: bool | None = False
+            if self._flush_checking(pending, latest if verify_base else None):
+                self._attempted.add(snap.uuid)
+                landed = self._publish(snap)
             if landed:
                 return snap
         except CommitStateUnknownError:
             raise  # the snapshot may reference these files: delete nothing
         except BaseException:
+            self.manifest_file.deferred = self.manifest_list.deferred = None
             self._cleanup(written_manifests, written_lists)
             raise
         if landed is None:
@@ -415,6 +413,33 @@ class FileStoreCommit:
         else:
             self._cleanup(written_manifests, written_lists)
         return None
+
+    def _read_latest(self) -> Snapshot | None:
+        """The latest snapshot; a stale LATEST hint found on the way is set right (a plan that
+        trusts the hint would otherwise build on the same stale base every time)."""
+        latest, hint_ok = self.snapshots.latest_and_hint()
+        if not hint_ok and latest is not None:
+            self.snapshots.commit_latest_hint(latest.id)
+        return latest
+
+    def _flush_checking(self, pending: DeferredWrites, base: Snapshot | None) -> bool:
+        """Write the attempt's metadata files; with `base` (the snapshot the job's plan read,
+        not read again since), read it again at the same time: False when it is gone or is
+        another snapshot now (a rollback re-used its id), then the attempt must not publish.
+        Landing `base.id + 1` with write-if-absent proves no later snapshot existed; only
+        this re-read proves `base` itself is still the one planned on."""
+        if base is None:
+            pending.flush()
+            return True
+        _, same = parallel_map(lambda step: step(), [pending.flush,
+                                                     lambda: self._unchanged(base)])
+        return same
+
+    def _unchanged(self, snap: Snapshot) -> bool:
+        try:
+            return snapshot_identity(self.snapshots.snapshot(snap.id)) == snapshot_identity(snap)
+        except FileNotFoundError:
+            return False
 
     def _publish(self, snap: Snapshot) -> bool | None:
         """Write-if-absent of the snapshot file. True: ours landed; False: the id was taken;
@@ -521,77 +546,3 @@ class FileStoreCommit:
         paths = [layout.manifest(n) for n in [m.file_name for m in manifests] + lists]
         if paths:
             self.file_io.delete_many(paths)
-
-
-def check_lsm_overlap(live: Sequence[ManifestEntry], entries: Sequence[ManifestEntry],
-                      schema: TableSchema, table_path: str) -> None:
-    """Paimon's LSM check: after the commit, files of one level >= 1 of a bucket must not
-    overlap in key range (two compactions that both wrote a level would break reads)."""
-
-    buckets = {(e.partition, e.bucket) for e in entries}
-    deleted = {e.identifier for e in entries if e.kind == DELETE}
-    after = [e for e in live if (e.partition, e.bucket) in buckets
-             and e.identifier not in deleted]
-    after += [e for e in entries if e.kind == ADD]
-    cmp = KeyComparator([f.type for f in schema.key_fields()])
-    runs: dict[tuple[bytes, int, int], list[DataFileMeta]] = {}
-    for e in after:
-        if e.file.level >= 1:
-            runs.setdefault((e.partition, e.bucket, e.file.level), []).append(e.file)
-    for (_, bucket, level), files in runs.items():
-        files.sort(key=lambda f: cmp.key(f.min_key))
-        for a, b in zip(files, files[1:]):
-            if cmp.key(a.max_key) >= cmp.key(b.min_key):
-                raise CommitConflictError(
-                    f"LSM conflicts detected in {table_path}: bucket {bucket} level {level} "
-                    f"files {a.file_name} and {b.file_name} overlap in key range; give up and "
-                    "run the compaction again")
-
-
-def snapshot_identity(snap: Snapshot | None) -> tuple | None:
-    """What tells two snapshots apart even when a rollback reused an id."""
-    return None if snap is None else (snap.id, snap.time_millis, snap.commit_user, snap.uuid)
-
-
-def check_sequence_base(live: Sequence[ManifestEntry], base: SequenceBase,
-                        latest: Snapshot | None, table_path: str) -> None:
-    """Raise `SequenceConflict` for the buckets of `base` where records numbered above the
-    write's start are live now (another commit wrote there meanwhile)."""
-    wanted = base.max_sequence
-    now: dict[tuple[bytes, int], int] = {}
-    for e in live:
-        key = (e.partition, e.bucket)
-        if key in wanted:
-            now[key] = max(now.get(key, -1), e.file.max_sequence_number)
-    moved = {k: v for k, v in now.items() if v > wanted[k]}
-    if moved:
-        raise SequenceConflict(table_path, moved, latest)
-
-
-def check_compaction_ties(live: Sequence[ManifestEntry], messages: Sequence[CommitMessage],
-                          table_path: str) -> None:
-    """A level-0 file added to a compacted bucket after the compaction's plan (any live level-0
-    file that is not one of its inputs) whose sequence range overlaps the inputs' could hold a
-    record tied with one the compaction merged; the tie would then be broken differently than
-    before (level 0 wins over the output level), so the compaction must be redone."""
-    # postpone files (bucket -2) are not numbered: no tie to break there
-    wanted = {(m.partition, m.bucket) for m in messages if m.deleted_files and m.bucket >= 0}
-    level0: dict[tuple[bytes, int], list[DataFileMeta]] = {}
-    for e in live:
-        if e.file.level == 0 and (e.partition, e.bucket) in wanted:
-            level0.setdefault((e.partition, e.bucket), []).append(e.file)
-    for m in messages:
-        if not m.deleted_files:
-            continue
-        inputs = {f.file_name for f in m.deleted_files}
-        lo = min(f.min_sequence_number for f in m.deleted_files)
-        hi = max(f.max_sequence_number for f in m.deleted_files)
-        for f in level0.get((m.partition, m.bucket), ()):
-            if (f.file_name not in inputs and f.min_sequence_number <= hi
-                    and f.max_sequence_number >= lo):
-                raise CommitConflictError(
-                    f"{table_path}: {f.file_name} was added to bucket {m.bucket} during the "
-                    f"compaction with sequence numbers {f.min_sequence_number}.."
-                    f"{f.max_sequence_number} overlapping its inputs' {lo}..{hi} (a writer "
-                    "outside lakeformat numbered records from an old base); run the compaction "
-                    "again")

@@ -21,6 +21,7 @@ from lakeformat.operation.maintain.expire import (
     ExpireRange,
     expire_range,
     expire_snapshots,
+    first_snapshot,
     plan_expire,
     read_snapshots,
 )
@@ -64,6 +65,10 @@ from lakeformat.operation.maintain.schema_retention import (
 )
 from lakeformat.operation.maintain.schema_retention import (
     retention as schema_retention_settings,
+)
+from lakeformat.operation.maintain.survey import (
+    Consumers,
+    read_tags,
 )
 from lakeformat.operation.maintain.tag_auto import (
     AutoTagResult,
@@ -116,8 +121,11 @@ __all__ = [
     "expire_changelogs",
     "expire_partitions",
     "expired_partitions",
+    "Consumers",
+    "read_tags",
     "expire_range",
     "expire_snapshots",
+    "first_snapshot",
     "explain_kept_schemas",
     "extract_time",
     "list_tags",

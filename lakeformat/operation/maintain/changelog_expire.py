@@ -39,12 +39,18 @@ from lakeformat.meta.consumer import ConsumerManager
 from lakeformat.meta.data_file_meta import FileKind
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import TagManager
-from lakeformat.operation.maintain.cleanup import OlderThan, delete_paths, past_cutoff_millis
+from lakeformat.operation.maintain.cleanup import (
+    OlderThan,
+    delete_paths,
+    delete_together,
+    past_cutoff_millis,
+)
 from lakeformat.operation.maintain.references import (
     TableReferences,
     deleted_in,
     keep_branch_files,
 )
+from lakeformat.operation.maintain.survey import read_tags
 from lakeformat.options import CoreOptions
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.table_schema import TableSchema
@@ -200,7 +206,7 @@ def plan_changelog_expire(file_io: FileIO, table_path: str, schema: TableSchema,
     plan.changelog_ids = [c.id for c in changelogs]
     keepers = [earliest_snapshot] if earliest_snapshot is not None else []
     try:
-        keepers += [t.snapshot for t in TagManager(file_io, table_path).tags()]
+        keepers += [t.snapshot for t in read_tags(TagManager(file_io, table_path))]
         keep_files, keep_meta = _skip_set(refs, keepers, end_changelog)
     except Exception as e:  # cannot know what is in use: delete no file, only the metadata
         plan.skipped.append(f"kept every file of the expired changelogs: could not read what "
@@ -304,7 +310,9 @@ def run_changelog_expiry(file_io: FileIO, table_path: str, schema: TableSchema,
                               f"they name: {failed[:5]}")
         result.deleted = [p for p in result.deleted if p not in set(failed) | set(files)]
         return
-    failed = delete_paths(file_io, files)
+    # files before the manifests naming them; each step's batches in flight at once
+    failed = delete_together(file_io, list(plan.data), list(plan.changelog))
+    failed += delete_paths(file_io, list(plan.manifests))
     if delete_all:
         manager.delete_hints()
     else:

@@ -9,6 +9,7 @@ from lakeformat import clock
 from lakeformat.errors import InvalidOptionError
 from lakeformat.options import parse_duration
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import chunks, parallel_map
 
 OlderThan = dt.datetime | dt.timedelta | str | None
 
@@ -48,7 +49,22 @@ def past_cutoff_millis(older_than: OlderThan, default: dt.timedelta, now_ms: int
     return cutoff
 
 
+#: keys of one S3 DeleteObjects request (S3's limit)
+DELETE_BATCH = 1000
+
+
 def delete_paths(file_io: FileIO, paths: Sequence[str]) -> list[str]:
-    """Delete in batches (S3 DeleteObjects takes 1,000 keys a request); missing counts as
-    deleted. Returns the paths that could not be deleted."""
-    return file_io.delete_many(list(paths)) if paths else []
+    """Delete in batches (S3 DeleteObjects takes 1,000 keys a request), the batches issued at
+    once; missing counts as deleted. Returns the paths that could not be deleted."""
+    return delete_together(file_io, paths)
+
+
+def delete_together(file_io: FileIO, *groups: Sequence[str]) -> list[str]:
+    """Delete several groups of files with no order between them (the data, changelog and
+    index files of an expiry): each group cut into batches of `DELETE_BATCH`, every batch of
+    every group in flight at once within the I/O bound. Returns the paths that could not be
+    deleted, in group order."""
+    batches = [list(b) for g in groups for b in chunks(list(g), DELETE_BATCH)]
+    if not batches:
+        return []
+    return [p for failed in parallel_map(file_io.delete_many, batches) for p in failed]

@@ -36,6 +36,7 @@ deletes.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from lakeformat import clock
@@ -45,25 +46,26 @@ from lakeformat.meta.changelog import ChangelogManager, changelog_of
 from lakeformat.meta.consumer import ConsumerManager
 from lakeformat.meta.data_file_meta import FileKind, FileSource
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
-from lakeformat.meta.tag import TagManager
+from lakeformat.meta.tag import Tag, TagManager
 from lakeformat.operation.maintain.changelog_expire import (
     ExpireConfig,
     check_config,
     expire_config,
     run_changelog_expiry,
 )
-from lakeformat.operation.maintain.cleanup import OlderThan, delete_paths
+from lakeformat.operation.maintain.cleanup import OlderThan, delete_paths, delete_together
 from lakeformat.operation.maintain.references import (
     TableReferences,
     deleted_in,
     keep_branch_files,
 )
+from lakeformat.operation.maintain.survey import Survey, read_tags, survey
 from lakeformat.operation.support import EXPIRE_SNAPSHOTS, check_supported
 from lakeformat.options import CoreOptions
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
-from lakeformat.storage.parallel import parallel_map
+from lakeformat.storage.parallel import IO_WORKERS, parallel_map
 
 
 @dataclass
@@ -83,7 +85,7 @@ class ExpirePlan:
     changelogs: list[Snapshot] = field(default_factory=list)  # changelog-<id> files to write
 
 
-def read_snapshots(sm: SnapshotManager, ids: range, cache: dict[int, Snapshot]
+def read_snapshots(sm: SnapshotManager, ids: Sequence[int], cache: dict[int, Snapshot]
                    ) -> dict[int, Snapshot]:
     """Snapshots of `ids` (missing ones skipped), read in parallel and kept in `cache`."""
     todo = [i for i in ids if i not in cache]
@@ -151,24 +153,42 @@ def expire_range(sm: SnapshotManager, consumers: ConsumerManager, retain_min: in
 def _first_young(sm: SnapshotManager, lo: int, hi: int, cutoff_ms: int,
                  cache: dict[int, Snapshot]) -> int:
     """The first id in `[lo, hi)` whose next snapshot was committed at or after the cut-off
-    (`hi` if none): a binary search, as commit times grow with ids, so a backlog of thousands
-    of snapshots costs a dozen reads. A missing snapshot (expired meanwhile) counts as old."""
+    (`hi` if none): a search, as commit times grow with ids, so a backlog of thousands of
+    snapshots costs a few rounds of reads. A missing snapshot (expired meanwhile) counts as
+    old."""
+    return first_snapshot(sm, lo + 1, hi + 1, lambda s: cutoff_ms <= s.time_millis,
+                          cache) - 1
+
+
+def first_snapshot(sm: SnapshotManager, lo: int, hi: int, test: Callable[[Snapshot], bool],
+                   cache: dict[int, Snapshot]) -> int:
+    """The first id in `[lo, hi)` whose snapshot passes `test` (`hi` if none), for a test that
+    once passed passes for every later snapshot (commit times grow with ids); a missing
+    snapshot fails it. Each round reads up to `IO_WORKERS` evenly spaced snapshots at once, so
+    the rounds are a logarithm to that base, not to 2."""
     while lo < hi:
-        mid = (lo + hi) // 2
-        nxt = read_snapshots(sm, range(mid + 1, mid + 2), cache).get(mid + 1)
-        if nxt is not None and cutoff_ms <= nxt.time_millis:
-            hi = mid
-        else:
-            lo = mid + 1
+        step = -(-(hi - lo) // IO_WORKERS)
+        probes = list(range(lo, hi, step))
+        found = read_snapshots(sm, probes, cache)
+        new_lo, new_hi = lo, hi
+        for p in probes:
+            snap = found.get(p)
+            if snap is not None and test(snap):
+                new_hi = p
+                break
+            new_lo = p + 1
+        lo, hi = new_lo, new_hi
     return lo
 
 
 def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest: int,
                 end: int, cache: dict[int, Snapshot] | None = None,
-                decoupled: bool | None = None) -> ExpirePlan | None:
+                decoupled: bool | None = None, tags: list[Tag] | None = None
+                ) -> ExpirePlan | None:
     """What expiring `[earliest, end)` deletes; None when `end` no longer exists.
     `decoupled` (default: the table's settings, or changelog files present) keeps the
-    changelog of the expiring snapshots as `changelog-<id>` files."""
+    changelog of the expiring snapshots as `changelog-<id>` files; `tags`: the table's tags
+    when the caller read them already."""
     sm = SnapshotManager(file_io, table_path)
     snaps = list(read_snapshots(sm, range(earliest, end + 1), {} if cache is None
                                 else cache).values())
@@ -183,8 +203,10 @@ def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest:
     if plan.decoupled:
         plan.changelogs = [changelog_of(s) for s in plan.snapshots]
     refs = TableReferences(file_io, table_path, schema)
-    tags = TagManager(file_io, table_path).tags()
+    if tags is None:
+        tags = read_tags(TagManager(file_io, table_path))
     keepers = [snaps[-1]] + [t.snapshot for t in tags]
+    refs.warm(keepers, snaps)  # every list, manifest and index manifest read below, at once
 
     # what the new earliest snapshot and every tag still use: never deleted
     try:
@@ -195,7 +217,6 @@ def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest:
         plan.snapshot_files = [sm.snapshot_path(s.id) for s in plan.snapshots]
         return plan
 
-    _prefetch_deltas(refs, snaps, plan)
     for s in snaps:
         if s.id == earliest:
             continue  # its deletions were handled when the previous earliest expired
@@ -299,27 +320,15 @@ def _plan_index(refs: TableReferences, keepers: list[Snapshot], plan: ExpirePlan
     return free
 
 
-def _prefetch_deltas(refs: TableReferences, snaps: list[Snapshot], plan: ExpirePlan) -> None:
-    """Read the expiring range's delta and changelog manifests in parallel (each once); a
-    failure here is ignored: the per-snapshot reads below hit it again and delete less."""
-    def lists(s: Snapshot) -> list:
-        try:
-            return refs.read_list(s.delta_manifest_list) + refs.changelog_manifests(s)
-        except Exception:
-            return []
+class _Pinned:
+    """The consumers' pin as the survey read it (None: no consumer, or
+    `consumer.changelog-only`, where consumers pin the changelog, not the snapshots)."""
 
-    metas = [m for found in parallel_map(lists, snaps) for m in found]
-    try:
-        refs.prefetch(metas)
-    except Exception:
-        pass
+    def __init__(self, pinned: int | None):
+        self.pinned = pinned
 
-
-class _NoConsumers:
-    """`consumer.changelog-only`: consumers pin the changelog, not the snapshots."""
-
-    def min_next_snapshot(self) -> None:
-        return None
+    def min_next_snapshot(self) -> int | None:
+        return self.pinned
 
 
 def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, table_name: str,
@@ -334,12 +343,13 @@ def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, tabl
                         clock.now_millis())
     result = MaintenanceResult(table_name, "expire-snapshots", dry_run=dry_run)
     result.expire_limit = cfg.max_deletes
-    decoupled = cfg.decoupled or bool(ChangelogManager(file_io, table_path).changelog_ids())
+    found = survey(file_io, table_path, consumers=not cfg.consumer_changelog_only)
+    decoupled = cfg.decoupled or bool(found.changelog_ids)
     if decoupled:
         check_config(cfg)
     sm = SnapshotManager(file_io, table_path)
     cache: dict[int, Snapshot] = {}
-    plan = _expire(file_io, table_path, schema, cfg, decoupled, result, dry_run, sm, cache)
+    plan = _expire(file_io, table_path, schema, cfg, decoupled, result, dry_run, found, cache)
     if decoupled:
         pending = {c.id: c for c in plan.changelogs} if dry_run and plan is not None else None
 
@@ -356,10 +366,12 @@ def expire_snapshots(file_io: FileIO, table_path: str, schema: TableSchema, tabl
 
 
 def _expire(file_io: FileIO, table_path: str, schema: TableSchema, cfg: ExpireConfig,
-            decoupled: bool, result: MaintenanceResult, dry_run: bool, sm: SnapshotManager,
+            decoupled: bool, result: MaintenanceResult, dry_run: bool, found: Survey,
             cache: dict[int, Snapshot]) -> ExpirePlan | None:
-    consumers = _NoConsumers() if cfg.consumer_changelog_only \
-        else ConsumerManager(file_io, table_path)
+    """Snapshot expiry over what `found` listed: snapshot files are read without probing
+    them first, and the deletions of one kind are batched and issued at once."""
+    sm = found.snapshots
+    consumers = _Pinned(found.min_next_snapshot)
     span = expire_range(sm, consumers, cfg.snapshot_retain_min,  # type: ignore[arg-type]
                         cfg.snapshot_retain_max, cfg.snapshot_cutoff_ms, cfg.max_deletes, cache)
     if span is None:
@@ -368,12 +380,12 @@ def _expire(file_io: FileIO, table_path: str, schema: TableSchema, cfg: ExpireCo
     result.snapshots_remaining_eligible = span.remaining_eligible
     result.earliest_snapshot = earliest
     result.latest_snapshot = sm.latest_snapshot_id()
-    plan = plan_expire(file_io, table_path, schema, earliest, end, cache, decoupled) \
-        if end > earliest else None
+    plan = plan_expire(file_io, table_path, schema, earliest, end, cache, decoupled,
+                       found.tags) if end > earliest else None
     if plan is None:
         if not dry_run and end <= earliest and not file_io.exists(
-                sm.paths.snapshot_hint(EARLIEST)):
-            sm.commit_earliest_hint(earliest)
+                sm.manager.paths.snapshot_hint(EARLIEST)):
+            sm.manager.commit_earliest_hint(earliest)
         return None
     result.snapshots_deleted = [s.id for s in plan.snapshots]
     result.changelogs_written = [c.id for c in plan.changelogs]
@@ -388,17 +400,17 @@ def _expire(file_io: FileIO, table_path: str, schema: TableSchema, cfg: ExpireCo
     result.skipped = plan.skipped
     result.earliest_snapshot = end
     if not dry_run:
-        failed: list[str] = []
-        for batch in (list(plan.data), list(plan.changelog), list(plan.index),
-                      list(plan.manifests), plan.statistics):
-            failed += delete_paths(file_io, batch)
+        # files before the manifests naming them, before the snapshot files naming those,
+        # before the EARLIEST hint; within each step every batch is in flight at once
+        failed = delete_together(file_io, list(plan.data), list(plan.changelog),
+                                 list(plan.index))
+        failed += delete_together(file_io, list(plan.manifests), plan.statistics)
         if plan.changelogs:  # each snapshot outlives itself as changelog-<id> before it goes
             manager = ChangelogManager(file_io, table_path)
-            for c in plan.changelogs:
-                manager.commit(c)
+            parallel_map(manager.commit, plan.changelogs)
             manager.commit_latest_hint(plan.changelogs[-1].id)
         failed += delete_paths(file_io, plan.snapshot_files)
-        sm.commit_earliest_hint(end)
+        sm.manager.commit_earliest_hint(end)
         if failed:
             result.skipped.append(f"{len(failed)} files could not be deleted: {failed[:5]}")
             not_deleted = set(failed)

@@ -47,13 +47,14 @@ from lakeformat.layout import (
     numbered_id,
 )
 from lakeformat.meta.branch import BRANCH_PREFIX, BranchManager
-from lakeformat.operation.maintain.cleanup import OlderThan, past_cutoff_millis
+from lakeformat.operation.maintain.cleanup import OlderThan, delete_paths, past_cutoff_millis
 from lakeformat.operation.maintain.references import (
     ReferenceScan,
 )
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO, FileStatus
+from lakeformat.storage.parallel import concurrently
 
 DEFAULT_OLDER_THAN = dt.timedelta(days=1)
 MIN_AGE_MS = 3600 * 1000  # files younger than an hour may belong to a commit in progress
@@ -147,11 +148,11 @@ def remove_orphan_files(file_io: FileIO, table_path: str, schema: TableSchema, t
     cutoff = check_cutoff(older_than, clock.now_millis(), enforce_retention_duration)
     result = MaintenanceResult(table_name, "remove-orphan-files", dry_run=dry_run)
     # list first: a file written after this listing is never a candidate
-    candidates, data_exists = classify(file_io, table_path, file_io.list_recursive(table_path),
-                                       len(schema.partition_keys))
-    _check_branches(file_io, table_path)
+    listing, _ = concurrently(lambda: file_io.list_recursive(table_path),
+                              lambda: _check_branches(file_io, table_path))
+    candidates, data_exists = classify(file_io, table_path, listing, len(schema.partition_keys))
     scan = ReferenceScan(file_io, table_path, schema, "remove-orphan-files")
-    scan.scan_until_stable()
+    scan.refresh()  # the look right before deleting repeats until nothing new appears
     if not scan.read and data_exists:
         raise CleanupAbortedError(
             f"{table_name}: no snapshot, tag or changelog references anything, yet data files "
@@ -164,7 +165,12 @@ def remove_orphan_files(file_io: FileIO, table_path: str, schema: TableSchema, t
     orphans = [c for c in orphans if c.name not in scan.names]
     failed: set[str] = set()
     if orphans and not dry_run:
-        failed = set(file_io.delete_many([c.status.path for c in orphans]))
+        # data and changelog files, then manifests, then the rest (a crash in between leaves
+        # no manifest naming a file already gone unnoticed: only orphans are deleted here)
+        failed = set()
+        for rank in sorted({_ORDER[c.kind] for c in orphans}):
+            failed.update(delete_paths(file_io, [c.status.path for c in orphans
+                                                 if _ORDER[c.kind] == rank]))
         if failed:
             result.skipped.append(f"{len(failed)} files could not be deleted, e.g. "
                                   f"{sorted(failed)[0]}")

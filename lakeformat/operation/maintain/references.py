@@ -27,6 +27,7 @@ from lakeformat.operation.scan import FileStoreScan
 from lakeformat.options import CoreOptions
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import concurrently, parallel_map, quietly
 
 MAX_SCAN_ROUNDS = 10
 
@@ -75,6 +76,33 @@ class TableReferences(FileStoreScan):
     def prefetch(self, metas: Iterable[ManifestFileMeta]) -> None:
         """Read the manifests not yet cached, in parallel."""
         self.read_manifests([m.file_name for m in metas if m.file_name not in self._entry_cache])
+
+    def warm(self, live: Iterable[Snapshot], deltas: Iterable[Snapshot]) -> None:
+        """Read at once, in two rounds, what a cleanup job will ask about these snapshots: every
+        manifest list of each, then the manifests (all of a `live` snapshot's, the delta and
+        changelog ones of a `deltas` one) and the index manifests. Failures are ignored here:
+        the job reads the same file again when it needs it, and deletes less if it fails."""
+        live, deltas = list(live), list(deltas)
+        lists = dict.fromkeys(n for s in live + deltas
+                              for n in (s.base_manifest_list, s.delta_manifest_list,
+                                        s.changelog_manifest_list)
+                              if n and n not in self._list_cache)
+        parallel_map(quietly(self.read_list), lists)
+
+        def listed(name: str | None) -> list[ManifestFileMeta]:
+            return (self._list_cache.get(name) or []) if name else []
+
+        manifests = dict.fromkeys(
+            m.file_name
+            for s, names in [(s, (s.base_manifest_list, s.delta_manifest_list,
+                                  s.changelog_manifest_list)) for s in live]
+            + [(s, (s.delta_manifest_list, s.changelog_manifest_list)) for s in deltas]
+            for n in names for m in listed(n) if m.file_name not in self._entry_cache)
+        index = dict.fromkeys(s.index_manifest for s in live + deltas
+                              if s.index_manifest and s.index_manifest not in self._index_cache)
+        calls = ([lambda n=n: self.read_manifest(n) for n in manifests]
+                 + [lambda n=n: self.index_files(n) for n in index])
+        parallel_map(quietly(lambda call: call()), calls)
 
     # -- what a snapshot references ----------------------------------------------------------
     def delta_entries(self, snap: Snapshot) -> list[ManifestEntry]:
@@ -269,13 +297,21 @@ class ReferenceScan:
             return None
 
     def _listing(self) -> list[tuple[tuple[str, str], str, bool]]:
-        """(key, path, is a long-lived changelog) of every file to read."""
+        """(key, path, is a long-lived changelog) of every file to read: the snapshot, tag,
+        changelog and branch directories, listed at once."""
+        io = self.file_io
+        if self.main:
+            ids, tags, changelogs, branches = concurrently(
+                self.snapshots.snapshot_ids, self.tags.names,
+                lambda: self._changelogs(TablePaths(io, self.table_path).changelog_dir),
+                self._branch_listing)
+        else:
+            ids, tags, changelogs, branches = [], [], [], self._branch_listing()
         out = [(("snapshot", str(sid)), self.snapshots.snapshot_path(sid), False)
-               for sid in self.snapshots.snapshot_ids()]
-        out += [(("tag", name), self.tags.tag_path(name), False) for name in self.tags.names()]
-        out += [(("changelog", base), path, True) for base, path in
-                self._changelogs(TablePaths(self.file_io, self.table_path).changelog_dir)]
-        return (out if self.main else []) + self._branch_listing()
+               for sid in ids]
+        out += [(("tag", name), self.tags.tag_path(name), False) for name in tags]
+        out += [(("changelog", base), path, True) for base, path in changelogs]
+        return out + branches
 
     def _changelogs(self, changelog_dir: str) -> list[tuple[str, str]]:
         """(file name, path) of each `changelog-<id>` in a `changelog/` directory."""
@@ -291,17 +327,20 @@ class ReferenceScan:
         a branch's data files and manifests live in the table's directories (Java's
         `OrphanFilesClean` gathers used files over every branch). A branch's changelogs are
         read as the main branch's are (leniently: `_changelog_refs`)."""
-        out: list[tuple[tuple[str, str], str, bool]] = []
-        for name in self.branches.names():
-            snapshots = self.branches.snapshots(name)
-            out += [(("branch", f"{name}:{SNAPSHOT_PREFIX}{sid}"), snapshots.snapshot_path(sid),
-                     False) for sid in snapshots.snapshot_ids()]
-            tags = self.branches.tags(name)
+
+        def one(name: str) -> list[tuple[tuple[str, str], str, bool]]:
+            snapshots, tags = self.branches.snapshots(name), self.branches.tags(name)
+            ids, tag_names, changelogs = concurrently(
+                snapshots.snapshot_ids, tags.names,
+                lambda: self._changelogs(self.branches.paths(name).changelog_dir))
+            out = [(("branch", f"{name}:{SNAPSHOT_PREFIX}{sid}"), snapshots.snapshot_path(sid),
+                    False) for sid in ids]
             out += [(("branch", f"{name}:{TAG_PREFIX}{tag}"), tags.tag_path(tag), False)
-                    for tag in tags.names()]
-            out += [(("branch", f"{name}:{base}"), path, True) for base, path in
-                    self._changelogs(self.branches.paths(name).changelog_dir)]
-        return out
+                    for tag in tag_names]
+            out += [(("branch", f"{name}:{base}"), path, True) for base, path in changelogs]
+            return out
+
+        return [x for found in parallel_map(one, self.branches.names()) for x in found]
 
     def refresh(self) -> int:
         """Read what appeared since the last call; returns how many files were new."""
@@ -309,12 +348,23 @@ class ReferenceScan:
             listing = self._listing()
         except Exception as e:
             raise self._fail("the snapshot, tag, changelog and branch directories", e) from e
-        new = 0
-        for key, path, changelog in listing:
-            if key in self.read:
-                continue
+        todo = [(key, path, changelog) for key, path, changelog in listing
+                if key not in self.read]
+
+        def load(path: str) -> Snapshot | Exception | None:
             try:
-                snap = self._load(path)
+                return self._load(path)
+            except Exception as e:  # noqa: BLE001 - raised below, naming the file
+                return e
+
+        loaded = parallel_map(load, [path for _, path, _ in todo])
+        snaps = [s for s in loaded if isinstance(s, Snapshot)]
+        self.refs.warm(snaps, [])  # their lists, then manifests and index manifests, at once
+        new = 0
+        for (key, path, changelog), snap in zip(todo, loaded):
+            try:
+                if isinstance(snap, Exception):
+                    raise snap
                 if snap is None:
                     continue
                 self._add(snap, key, changelog)

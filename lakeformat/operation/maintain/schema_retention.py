@@ -32,14 +32,14 @@ from lakeformat import clock
 from lakeformat.errors import CleanupAbortedError, InvalidOptionError, TableNotFoundError
 from lakeformat.layout import SCHEMA_PREFIX, numbered_id
 from lakeformat.operation.commit import CompactManifestsJob
-from lakeformat.operation.maintain.cleanup import OlderThan, past_cutoff_millis
+from lakeformat.operation.maintain.cleanup import OlderThan, delete_paths, past_cutoff_millis
 from lakeformat.operation.maintain.references import ReferenceScan
 from lakeformat.options import parse_duration
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.schema_manager import SchemaManager
 from lakeformat.schema.table_schema import TableSchema
 from lakeformat.storage import FileIO
-from lakeformat.storage.parallel import parallel_map
+from lakeformat.storage.parallel import concurrently, parallel_map
 
 SCHEMA_NUM_RETAINED_MIN = "schema.num-retained.min"
 SCHEMA_TIME_RETAINED = "schema.time-retained"
@@ -200,17 +200,18 @@ def clean_schemas(file_io: FileIO, table_path: str, schema: TableSchema, table_n
     if compact_manifests:
         _compact_manifests(file_io, table_path, schema, result, dry_run)
     schemas = SchemaManager(file_io, table_path)
-    sizes = _list(file_io, schemas)
+    scan = ReferenceScan(file_io, table_path, schema, OPERATION)
+    # the schema listing beside the first look at what references them (the re-check below
+    # repeats that look until nothing new appears, before anything is deleted)
+    sizes, _ = concurrently(lambda: _list(file_io, schemas), scan.refresh)
     ids = list(sizes)
     if not ids:
         raise TableNotFoundError(f"{table_path} holds no schema file: not a Paimon table")
-    scan = ReferenceScan(file_io, table_path, schema, OPERATION)
-    scan.scan_until_stable()
     candidates, young = plan(schemas, ids, scan.schema_ids, retain_min, cutoff)
     if candidates:
         # re-check right before deleting: commits, tags or schema changes made meanwhile
-        scan.scan_until_stable()
-        now_ids = list(_list(file_io, schemas))
+        _, listed = concurrently(scan.scan_until_stable, lambda: _list(file_io, schemas))
+        now_ids = list(listed)
         keep = scan.schema_ids | set(now_ids[-retain_min:])
         present = set(now_ids)
         dropped = [k for k in candidates if k in keep or k not in present]
@@ -222,7 +223,7 @@ def clean_schemas(file_io: FileIO, table_path: str, schema: TableSchema, table_n
     paths = [schemas.schema_path(k) for k in candidates]
     failed: set[str] = set()
     if paths and not dry_run:
-        failed = set(file_io.delete_many(paths))
+        failed = set(delete_paths(file_io, paths))
         if failed:
             result.skipped.append(f"{len(failed)} schema files could not be deleted, e.g. "
                                   f"{sorted(failed)[0]}")

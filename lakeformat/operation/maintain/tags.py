@@ -25,8 +25,9 @@ from lakeformat.errors import InvalidOptionError, SnapshotNotFoundError
 from lakeformat.meta.changelog import ChangelogManager
 from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.meta.tag import Tag, TagManager, check_tag_name
-from lakeformat.operation.maintain.cleanup import delete_paths
+from lakeformat.operation.maintain.cleanup import delete_together
 from lakeformat.operation.maintain.references import TableReferences, keep_branch_files
+from lakeformat.operation.maintain.survey import read_tags
 from lakeformat.options import parse_duration
 from lakeformat.results import MaintenanceResult, TagInfo
 from lakeformat.schema.table_schema import TableSchema
@@ -40,7 +41,7 @@ def tag_info(tag: Tag) -> TagInfo:
 
 def list_tags(file_io: FileIO, table_path: str) -> list[TagInfo]:
     """Every tag, ordered by tagged snapshot id then name."""
-    return [tag_info(t) for t in TagManager(file_io, table_path).tags()]
+    return [tag_info(t) for t in read_tags(TagManager(file_io, table_path))]
 
 
 def create_tag(file_io: FileIO, table_path: str, name: str, snapshot_id: int | None = None,
@@ -75,7 +76,7 @@ def delete_tag(file_io: FileIO, table_path: str, schema: TableSchema, table_name
     tag = manager.get(name)
     result = MaintenanceResult(table_name, "delete-tag", dry_run=dry_run)
     sm = SnapshotManager(file_io, table_path)
-    others = [t for t in manager.tags() if t.name != name and t.name not in excluded]
+    others = [t for t in read_tags(manager) if t.name != name and t.name not in excluded]
     tag_file = manager.tag_path(name)
     if sm.exists(tag.snapshot_id) or any(t.snapshot_id == tag.snapshot_id for t in others):
         result.deleted = [tag_file]
@@ -135,7 +136,9 @@ def delete_tag(file_io: FileIO, table_path: str, schema: TableSchema, table_name
     result.deleted = [tag_file, *data, *changelog, *manifests, *stats]
     if not dry_run:
         manager.delete_file(name)  # first: a crash later leaves orphans, never a broken tag
-        failed = delete_paths(file_io, [*data, *changelog, *manifests, *stats])
+        # files before the manifests naming them; each step's batches in flight at once
+        failed = delete_together(file_io, list(data), list(changelog))
+        failed += delete_together(file_io, list(manifests), list(stats))
         if failed:
             result.skipped.append(f"{len(failed)} files could not be deleted: {failed[:5]}")
             not_deleted = set(failed)

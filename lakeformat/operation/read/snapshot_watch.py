@@ -12,6 +12,13 @@ snapshot files committed since the last one (plus the delta manifests of those w
 already matched). A rollback seen during a wait lowers the watermark to the new latest id,
 since the next commits reuse the ids above it.
 
+A check costs one request when nothing changed: the `LATEST` hint, which every commit rewrites,
+is read alone, and when it still names the latest id the previous check saw, that is the
+answer. When it moved forward, the snapshots up to it are read at once (no schema listing, no
+existence probes); when it moved back, is missing or unreadable, and at every
+`FULL_CHECK_EVERY`-th check in any case (a writer that died between its snapshot and its hint
+leaves the hint behind), the check re-reads the schema and the latest id as a first check does.
+
 The watch holds no open handle: it is plain state (ids, millis, the criteria), and each check
 is given the table to read (a `Table`, or anything with the few members `WatchedTable` names).
 """
@@ -23,15 +30,19 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from lakeformat.errors import SnapshotNotFoundError
+from lakeformat.layout import LATEST
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.operation.read.snapshot_delta import partition_spec
 from lakeformat.schema.table_schema import TableSchema
+from lakeformat.storage.parallel import IO_WORKERS, parallel_map
 
 __all__ = ["COMMIT_KINDS", "EPOCH", "SnapshotWatch", "WatchedTable", "snapshot_info"]
 
 #: commit kinds a wait can ask for (Paimon's `commitKind`; ANALYZE commits change no data)
 COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE")
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+#: every this many checks one re-reads the schema and verifies the latest id past the hint
+FULL_CHECK_EVERY = 10
 
 
 class _Snapshots(Protocol):
@@ -85,6 +96,7 @@ class SnapshotWatch:
         self.partition = dict(partition) if partition else None
         self.started = False
         self.latest_seen: int | None = None  # the latest id at the previous check
+        self._quick_checks = 0  # checks answered from the LATEST hint since the last full one
 
     def describe(self) -> str:
         parts = []
@@ -108,9 +120,17 @@ class SnapshotWatch:
     def check(self, table: WatchedTable) -> dict[str, Any] | None:
         if not self.started:
             self.start(table)
-        table.refresh()  # a table dropped meanwhile fails here, not by timing out
         manager = table.snapshot_manager
-        latest = manager.latest_snapshot_id()
+        hint = self._quick_hint(manager)
+        if hint is not None:
+            self._quick_checks += 1
+            if hint == self.latest_seen:
+                return None  # one GET: nothing was committed since the previous check
+            latest = hint
+        else:
+            self._quick_checks = 0
+            table.refresh()  # a table dropped meanwhile fails here, not by timing out
+            latest = manager.latest_snapshot_id()
         if latest is None:
             self.after_id = self.after_id or 0
             return None
@@ -125,6 +145,21 @@ class SnapshotWatch:
         self.after_id = max(self.after_id or 0, latest)
         return None
 
+    def _quick_hint(self, manager: _Snapshots) -> int | None:
+        """The LATEST hint when this check may trust it: after a full check, not due for the
+        next one, and at or above the latest id seen (None: do the full check)."""
+        if (self.latest_seen is None or self.after_id is None
+                or self._quick_checks + 1 >= FULL_CHECK_EVERY):
+            return None
+        file_io, paths = getattr(manager, "file_io", None), getattr(manager, "paths", None)
+        if file_io is None or paths is None:
+            return None
+        try:
+            hint = int(file_io.read_bytes(paths.snapshot_hint(LATEST)).decode().strip())
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None  # gone (a dropped table?) or torn: the full check says what happened
+        return hint if hint >= self.latest_seen else None
+
     def _candidates(self, manager: _Snapshots, latest: int) -> list[Snapshot]:
         """New snapshots up to `latest`, oldest first, read one file each."""
         if self.after_id is None:  # only a time bound: walk back to the first older snapshot
@@ -138,9 +173,11 @@ class SnapshotWatch:
         start = self.after_id + 1
         if start > latest:
             return []
-        if not manager.exists(start):  # the watermark is below the earliest retained snapshot
+        # a watermark far below the earliest retained snapshot: start there, not at the gap
+        if latest - start >= IO_WORKERS and not manager.exists(start):
             start = max(start, manager.earliest_snapshot_id() or start)
-        snaps = (_snapshot_or_none(manager, sid) for sid in range(start, latest + 1))
+        snaps = parallel_map(lambda sid: _snapshot_or_none(manager, sid),
+                             range(start, latest + 1))
         return [s for s in snaps if s is not None]
 
     def _matches(self, table: WatchedTable, snap: Snapshot) -> bool:

@@ -164,6 +164,9 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
         self.base_id: int | None = None
         self.rewrites = 0
         self.index_entries: list[IndexManifestEntry] = []
+        #: (latest snapshot,) when the caller read it together with the schema (`plan` takes
+        #: it instead of reading it again)
+        self.read_latest: tuple[Snapshot | None] | None = None
         self._start = time.monotonic()
 
     # -- plan ----------------------------------------------------------------------------------
@@ -177,7 +180,10 @@ class WriteJob(DataJob[WriteUnit, CommitMessage, CommitResult]):
             schema, self.data = evolve_for_write(SchemaManager(self.file_io, self.table_path),
                                                  self.data, self.merge_schema_options)
             self.use_schema(schema)
-        latest = self.committer.snapshots.latest_snapshot()
+        read, self.read_latest = self.read_latest, None
+        # the hint's next id needs no probe: the commit's write-if-absent of it is the probe
+        latest = read[0] if read else self.committer.snapshots.latest_snapshot(probe_next=False)
+        self.committer.assume_latest(latest, self.schema.id)  # the commit reads neither again
         self.base_id = latest.id if latest else None
         self.units = self.writer.plan(self.data, self.kinds, latest, self.overwrite,
                                       by_key=self.operation == "delete")

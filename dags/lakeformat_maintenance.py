@@ -6,18 +6,19 @@
 `due_actions` asks the library (`Table.maintenance_due()`) what each table needs, from the
 table's own Paimon options: compaction (`num-sorted-run.compaction-trigger`,
 `num-sorted-run.stop-trigger`, `compaction.min.file-num`, `full-compaction.delta-commits`,
-deletion-vector ratios), snapshot expiry (`snapshot.num-retained.*`,
-`snapshot.time-retained`, `snapshot.expire.limit`), manifest compaction
+deletion-vector ratios, postpone-bucket files waiting for their bucket), snapshot expiry
+(`snapshot.num-retained.*`, `snapshot.time-retained`, `snapshot.expire.limit`; a decoupled
+changelog expires by its `changelog.*` retention in the same action), manifest compaction
 (`manifest.merge-min-count`, DELETE entries keeping old schemas), schema files
 (`schema.num-retained.min`, `schema.time-retained`), partition expiry
-(`partition.expiration-time`), tag expiry (tags past their `time_retained`, e.g. from
-`tag.default-time-retained`; not with `tag.time-expire-enabled=false`) and orphan files (older
-than 1 day). Its log has every table's health, what is due with the figures that made it due,
-and why the rest is not; a table whose metadata cannot be read logs its error and the other
-tables go on. `maintain` runs one task per table that has due work — a table with nothing due
-runs nothing — and each action holds the table's maintenance lease, re-checks that it is still
-due, and reports the table's health before and after (score, sorted runs, files, snapshots) in
-its XCom and log.
+(`partition.expiration-time`, by values or by update time), tag expiry (tags past their
+`time_retained`, e.g. from `tag.default-time-retained`; not with
+`tag.time-expire-enabled=false`) and orphan files (older than 1 day). Its log has every
+table's health, what is due with the figures that made it due, and why the rest is not; a
+table whose metadata cannot be read logs its error and the other tables go on. `maintain`
+runs one task per table that has due work — a table with nothing due runs nothing — and each
+action holds the table's maintenance lease, re-checks that it is still due, and reports the
+table's health before and after (score, sorted runs, files, snapshots) in its XCom and log.
 
 A table is never maintained twice at once: `max_active_runs=1` here, each action holds the
 table's maintenance lease (a job of another DAG waits for it, then fails with a retryable

@@ -227,3 +227,26 @@ def test_a_sensor_poll_with_nothing_new_is_one_get_of_latest(s3_warehouse):
     found = watch.check(t)
     assert found is not None and found["snapshot_id"] == 3
     assert req.ops == Counter({"GetObject": 2})  # LATEST, then the new snapshot
+
+
+def test_a_quick_poll_never_trusts_a_hint_ahead_of_the_snapshots(tmp_path):
+    """A commit that landed before a rollback may write its LATEST hint after it: the hint then
+    names an id the rollback removed. The quick poll must not move its watermark over that id,
+    or the commit that takes it again is never reported."""
+    from lakeformat.operation.read import SnapshotWatch
+
+    catalog = lf.Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    for i in range(3):
+        t.write(pa.table({"id": [i], "v": [i]}, schema=SCHEMA))
+    watch = SnapshotWatch()
+    assert watch.check(t) is None  # a full check: snapshot 3 seen
+    for i in (3, 4):
+        t.write(pa.table({"id": [i], "v": [i]}, schema=SCHEMA))
+    t.rollback_to(3)
+    t.snapshot_manager.commit_latest_hint(5)  # the late hint of the commit that landed 5
+    assert watch.check(t) is None  # snapshots 4 and 5 are gone: nothing new
+    t.write(pa.table({"id": [7], "v": [7]}, schema=SCHEMA))  # takes id 4 again
+    found = watch.check(t)
+    assert found is not None and found["snapshot_id"] == 4 and found["delta_record_count"] == 1

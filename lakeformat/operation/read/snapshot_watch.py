@@ -126,19 +126,32 @@ class SnapshotWatch:
             self._quick_checks += 1
             if hint == self.latest_seen:
                 return None  # one GET: nothing was committed since the previous check
-            latest = hint
-        else:
-            self._quick_checks = 0
-            table.refresh()  # a table dropped meanwhile fails here, not by timing out
-            latest = manager.latest_snapshot_id()
+            candidates = self._candidates(manager, hint)
+            ids = [s.id for s in candidates]
+            # the hint is proven only by the snapshots it names: every id after the watermark
+            # up to it read. A hint ahead of the snapshots (written late, after a rollback)
+            # would otherwise raise the watermark over ids new commits will take again.
+            if ids == list(range((self.after_id or 0) + 1, hint + 1)):
+                return self._scan(table, hint, candidates)
+        self._quick_checks = 0
+        table.refresh()  # a table dropped meanwhile fails here, not by timing out
+        latest = manager.latest_snapshot_id()
         if latest is None:
             self.after_id = self.after_id or 0
             return None
+        return self._scan(table, latest, None)
+
+    def _scan(self, table: WatchedTable, latest: int, candidates: list[Snapshot] | None
+              ) -> dict[str, Any] | None:
+        """The first new snapshot up to `latest` that matches (None: none did), moving the
+        watermark past those that do not."""
         if self.latest_seen is not None and latest < self.latest_seen:
             # rolled back: the ids above `latest` will be taken again by new commits
             self.after_id = min(self.after_id or 0, latest)
         self.latest_seen = latest
-        for snap in self._candidates(manager, latest):
+        if candidates is None:
+            candidates = self._candidates(table.snapshot_manager, latest)
+        for snap in candidates:
             if self._matches(table, snap):
                 return snapshot_info(table.name, snap)
             self.after_id = snap.id

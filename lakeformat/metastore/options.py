@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from lakeformat.errors import InvalidOptionError, UnsupportedError
 from lakeformat.lock.options import LOCK_OPTIONS, LockConfig
+from lakeformat.options import parse_memory_size
 from lakeformat.storage.fileio import S3_SCHEMES, split_scheme
-from lakeformat.storage.metadata_cache import MAX_SIZE_OPTION, parse_size
+from lakeformat.storage.metadata_cache import MAX_SIZE_OPTION
 from lakeformat.storage.s3 import S3_OPTIONS
 
 __all__ = ["CatalogConfig", "METASTORES", "CATALOG_OPTIONS"]
@@ -79,8 +80,5 @@ def check_catalog_options(options: Mapping[str, str], warehouse: str) -> Catalog
     if not key:
         raise InvalidOptionError("catalog option 'catalog-key' must not be empty")
     raw = options.get(MAX_SIZE_OPTION)
-    try:
-        cache_bytes = parse_size(raw) if raw is not None else None
-    except ValueError as e:
-        raise InvalidOptionError(f"catalog option {MAX_SIZE_OPTION!r} = {raw!r}: {e}") from None
+    cache_bytes = None if raw is None else parse_memory_size(str(raw), MAX_SIZE_OPTION)
     return CatalogConfig(metastore, lock, uri, key, cache_bytes)

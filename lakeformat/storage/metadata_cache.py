@@ -35,7 +35,6 @@ Values are shared between callers: treat them as immutable (never mutate a list 
 
 from __future__ import annotations
 
-import re
 import threading
 import weakref
 from collections import OrderedDict
@@ -47,7 +46,6 @@ __all__ = [
     "cache_of",
     "configure",
     "forget",
-    "parse_size",
     "MAX_SIZE_OPTION",
     "DEFAULT_MAX_BYTES",
 ]
@@ -59,24 +57,6 @@ DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 _LARGEST_SHARE = 4
 
 T = TypeVar("T")
-
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
-          "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
-
-
-def parse_size(text: str | int) -> int:
-    """Bytes from ``"64 mb"``, ``"512kb"``, ``"0"`` or an int; ValueError when malformed."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        if text < 0:
-            raise ValueError(f"negative size {text}")
-        return text
-    m = _SIZE_RE.match(str(text))
-    unit = m.group(2).lower() if m else None
-    if m is None or unit not in _UNITS:
-        raise ValueError(f"not a size: {text!r} (write bytes, or a number with kb, mb or gb)")
-    return int(m.group(1)) * _UNITS[unit]
-
 
 class MetadataCache:
     """Thread-safe LRU of parsed metadata objects, bounded by the bytes they stand for."""

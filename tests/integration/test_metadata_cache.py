@@ -16,7 +16,8 @@ import pytest
 
 import lakeformat as lf
 from lakeformat.errors import InvalidOptionError
-from lakeformat.storage.metadata_cache import MAX_SIZE_OPTION, MetadataCache, parse_size
+from lakeformat.options import parse_memory_size
+from lakeformat.storage.metadata_cache import MAX_SIZE_OPTION, MetadataCache
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
 
@@ -200,7 +201,7 @@ def test_lru_by_bytes_and_validators() -> None:
     assert cache.get(("s3://b/t/manifest/m-1", "records")) is None
     cache.invalidate_prefix("")
     assert cache.stats()["entries"] == 0 and cache.stats()["bytes"] == 0
-    assert parse_size("64 mb") == 64 << 20 and parse_size("512kb") == 512 << 10
-    assert parse_size("0") == 0
-    with pytest.raises(ValueError):
-        parse_size("-1")
+    assert parse_memory_size("64 mb") == 64 << 20 and parse_memory_size("512kb") == 512 << 10
+    assert parse_memory_size("0") == 0
+    with pytest.raises(InvalidOptionError):
+        parse_memory_size("-1", MAX_SIZE_OPTION)

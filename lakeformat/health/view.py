@@ -24,13 +24,13 @@ from lakeformat import clock
 from lakeformat.health.buckets import BucketFigures, PartitionText, bucket_figures
 from lakeformat.layout import SCHEMA_PREFIX, numbered_id
 from lakeformat.meta.changelog import ChangelogManager
+from lakeformat.meta.consumer import ConsumerManager
 from lakeformat.meta.data_file_meta import ManifestEntry, ManifestFileMeta, merge_entries
 from lakeformat.meta.deletion_vector import DeletionFile
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import Tag, TagManager
 from lakeformat.operation.compact import CompactTask, check_compactable, plan_from_entries
 from lakeformat.operation.maintain import (
-    Consumers,
     ReferenceScan,
     expire_range,
     explain_kept_schemas,
@@ -39,7 +39,6 @@ from lakeformat.operation.maintain import (
     plan_expire,
     plan_schema_retention,
     read_snapshots,
-    read_tags,
     remove_orphan_files,
     schema_retention_settings,
 )
@@ -198,8 +197,8 @@ def read_view(file_io: FileIO, path: str, schema: TableSchema, name: str,
     # first round: everything that depends on nothing read before, at once
     latest, earliest_id, tags, consumers, schema_files, changelogs = concurrently(
         sm.latest_snapshot, sm.earliest_snapshot_id,
-        _caught(lambda: read_tags(TagManager(file_io, path))),
-        _caught(lambda: Consumers(file_io, path).consumers()),
+        _caught(lambda: TagManager(file_io, path).tags()),
+        _caught(lambda: ConsumerManager(file_io, path).consumers()),
         _caught(lambda: _schema_ids(file_io, path)),
         _caught(lambda: ChangelogManager(file_io, path).changelog_ids()))
     earliest_id = earliest_id if latest is not None else None

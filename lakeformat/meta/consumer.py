@@ -10,6 +10,7 @@ import json
 from lakeformat.errors import CorruptFileError
 from lakeformat.layout import CONSUMER_PREFIX, TablePaths
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
 
 
 class ConsumerManager:
@@ -24,19 +25,20 @@ class ConsumerManager:
     def consumers(self) -> dict[str, int]:
         """consumer id -> nextSnapshot. An unreadable consumer file raises (never ignored:
         ignoring it could let expiry remove the snapshots it pins)."""
-        out = {}
-        for st in self.file_io.list_status(self.consumer_dir):
-            base = st.path.rsplit("/", 1)[-1]
-            if not base.startswith(CONSUMER_PREFIX):
-                continue
+        listed = [st.path for st in self.file_io.list_status(self.consumer_dir)
+                  if st.path.rsplit("/", 1)[-1].startswith(CONSUMER_PREFIX)]
+
+        def one(path: str) -> int | None:
             try:
-                obj = json.loads(self.file_io.read_bytes(st.path))
-                out[base[len(CONSUMER_PREFIX):]] = int(obj["nextSnapshot"])
+                return int(json.loads(self.file_io.read_bytes(path))["nextSnapshot"])
             except FileNotFoundError:
-                continue  # removed meanwhile
+                return None  # removed meanwhile
             except (ValueError, KeyError, TypeError) as e:
-                raise CorruptFileError(f"cannot parse consumer file {st.path}: {e}") from e
-        return out
+                raise CorruptFileError(f"cannot parse consumer file {path}: {e}") from e
+
+        # the files are read at once: each is a round trip on an object store
+        return {p.rsplit("/", 1)[-1][len(CONSUMER_PREFIX):]: v
+                for p, v in zip(listed, parallel_map(one, listed)) if v is not None}
 
     def min_next_snapshot(self) -> int | None:
         values = self.consumers().values()

@@ -15,6 +15,7 @@ from lakeformat.errors import InvalidOptionError, TagAlreadyExistsError, TagNotF
 from lakeformat.layout import TAG_PREFIX, TablePaths
 from lakeformat.meta.snapshot import Snapshot
 from lakeformat.storage import FileIO
+from lakeformat.storage.parallel import parallel_map
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -75,8 +76,9 @@ class TagManager:
         return Tag(name, Snapshot.from_json(data, path))
 
     def tags(self) -> list[Tag]:
-        """Every tag, ordered by tagged snapshot id then name (a failed read raises)."""
-        return sorted((self.get(n) for n in self.names()),
+        """Every tag, ordered by tagged snapshot id then name; the tag files are read at once
+        (a failed read raises)."""
+        return sorted(parallel_map(self.get, self.names()),
                       key=lambda t: (t.snapshot_id, t.name))
 
     def create(self, name: str, snapshot: Snapshot, time_retained: dt.timedelta | None = None,

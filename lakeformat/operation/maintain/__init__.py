@@ -66,10 +66,6 @@ from lakeformat.operation.maintain.schema_retention import (
 from lakeformat.operation.maintain.schema_retention import (
     retention as schema_retention_settings,
 )
-from lakeformat.operation.maintain.survey import (
-    Consumers,
-    read_tags,
-)
 from lakeformat.operation.maintain.tag_auto import (
     AutoTagResult,
     check_auto_tags,
@@ -121,8 +117,6 @@ __all__ = [
     "expire_changelogs",
     "expire_partitions",
     "expired_partitions",
-    "Consumers",
-    "read_tags",
     "expire_range",
     "expire_snapshots",
     "first_snapshot",

@@ -50,7 +50,6 @@ from lakeformat.operation.maintain.references import (
     deleted_in,
     keep_branch_files,
 )
-from lakeformat.operation.maintain.survey import read_tags
 from lakeformat.options import CoreOptions
 from lakeformat.results import MaintenanceResult
 from lakeformat.schema.table_schema import TableSchema
@@ -206,7 +205,7 @@ def plan_changelog_expire(file_io: FileIO, table_path: str, schema: TableSchema,
     plan.changelog_ids = [c.id for c in changelogs]
     keepers = [earliest_snapshot] if earliest_snapshot is not None else []
     try:
-        keepers += [t.snapshot for t in read_tags(TagManager(file_io, table_path))]
+        keepers += [t.snapshot for t in TagManager(file_io, table_path).tags()]
         keep_files, keep_meta = _skip_set(refs, keepers, end_changelog)
     except Exception as e:  # cannot know what is in use: delete no file, only the metadata
         plan.skipped.append(f"kept every file of the expired changelogs: could not read what "

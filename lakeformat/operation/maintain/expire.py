@@ -59,7 +59,7 @@ from lakeformat.operation.maintain.references import (
     deleted_in,
     keep_branch_files,
 )
-from lakeformat.operation.maintain.survey import Survey, read_tags, survey
+from lakeformat.operation.maintain.survey import Survey, survey
 from lakeformat.operation.support import EXPIRE_SNAPSHOTS, check_supported
 from lakeformat.options import CoreOptions
 from lakeformat.results import MaintenanceResult
@@ -204,7 +204,7 @@ def plan_expire(file_io: FileIO, table_path: str, schema: TableSchema, earliest:
         plan.changelogs = [changelog_of(s) for s in plan.snapshots]
     refs = TableReferences(file_io, table_path, schema)
     if tags is None:
-        tags = read_tags(TagManager(file_io, table_path))
+        tags = TagManager(file_io, table_path).tags()
     keepers = [snaps[-1]] + [t.snapshot for t in tags]
     refs.warm(keepers, snaps)  # every list, manifest and index manifest read below, at once
 

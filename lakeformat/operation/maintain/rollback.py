@@ -21,7 +21,6 @@ from lakeformat.layout import EARLIEST
 from lakeformat.meta.changelog import ChangelogManager
 from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.meta.tag import TagManager
-from lakeformat.operation.maintain.survey import read_tags
 from lakeformat.results import MaintenanceResult
 from lakeformat.storage import FileIO
 
@@ -57,7 +56,7 @@ def rollback_to(file_io: FileIO, table_path: str, table_name: str, target: int |
             result.snapshots_deleted.append(sid)
             result.deleted.append(path)
     _clean_changelogs(file_io, table_path, target_id, result, dry_run)
-    for tag in read_tags(tags):
+    for tag in tags.tags():
         if tag.snapshot_id > target_id:
             if not dry_run:
                 tags.delete_file(tag.name)

@@ -9,43 +9,14 @@ consumer could let expiry remove what it pins), one removed since the listing is
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
-from lakeformat.errors import CorruptFileError
-from lakeformat.layout import CONSUMER_PREFIX
 from lakeformat.meta.changelog import ChangelogManager
 from lakeformat.meta.consumer import ConsumerManager
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import Tag, TagManager
 from lakeformat.storage import FileIO
-from lakeformat.storage.parallel import concurrently, parallel_map
-
-
-def read_tags(manager: TagManager) -> list[Tag]:
-    """`TagManager.tags()` with the tag files read at once (a failed read raises)."""
-    return sorted(parallel_map(manager.get, manager.names()),
-                  key=lambda t: (t.snapshot_id, t.name))
-
-
-class Consumers(ConsumerManager):
-    """`ConsumerManager` reading the consumer files of its listing at once."""
-
-    def consumers(self) -> dict[str, int]:
-        listed = [st.path for st in self.file_io.list_status(self.consumer_dir)
-                  if st.path.rsplit("/", 1)[-1].startswith(CONSUMER_PREFIX)]
-
-        def one(path: str) -> int | None:
-            try:
-                obj = json.loads(self.file_io.read_bytes(path))
-                return int(obj["nextSnapshot"])
-            except FileNotFoundError:
-                return None  # removed meanwhile
-            except (ValueError, KeyError, TypeError) as e:
-                raise CorruptFileError(f"cannot parse consumer file {path}: {e}") from e
-
-        return {p.rsplit("/", 1)[-1][len(CONSUMER_PREFIX):]: v
-                for p, v in zip(listed, parallel_map(one, listed)) if v is not None}
+from lakeformat.storage.parallel import concurrently
 
 
 class ListedSnapshots:
@@ -91,6 +62,7 @@ def survey(file_io: FileIO, table_path: str, consumers: bool = True) -> Survey:
     ids, changelog_ids, pinned, tags = concurrently(
         sm.snapshot_ids,
         ChangelogManager(file_io, table_path).changelog_ids,
-        (Consumers(file_io, table_path).min_next_snapshot if consumers else lambda: None),
-        lambda: read_tags(TagManager(file_io, table_path)))
+        (ConsumerManager(file_io, table_path).min_next_snapshot if consumers
+         else lambda: None),
+        TagManager(file_io, table_path).tags)
     return Survey(ListedSnapshots(sm, ids), changelog_ids, pinned, tags)

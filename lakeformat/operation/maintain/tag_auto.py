@@ -29,7 +29,6 @@ from typing import Any
 from lakeformat.errors import CleanupAbortedError, TagAlreadyExistsError, TagNotFoundError
 from lakeformat.meta.snapshot import Snapshot, SnapshotManager
 from lakeformat.meta.tag import Tag, TagManager
-from lakeformat.operation.maintain.survey import read_tags
 from lakeformat.operation.maintain.tag_period import TagAutoOptions, local_time, tag_auto_options
 from lakeformat.operation.maintain.tags import delete_tag
 from lakeformat.operation.support import TAG_CREATION, check_supported
@@ -92,7 +91,7 @@ def check_manual_tag(file_io: FileIO, table_path: str, schema: TableSchema, name
         return
     if snapshot_id is None:
         snapshot_id = SnapshotManager(file_io, table_path).latest_snapshot_id()
-    already = [t.name for t in read_tags(TagManager(file_io, table_path))
+    already = [t.name for t in TagManager(file_io, table_path).tags()
                if t.snapshot_id == snapshot_id and opts.period.is_auto_tag(t.name)]
     if already:
         raise TagAlreadyExistsError(f"snapshot {snapshot_id} is already auto-tagged with "
@@ -221,7 +220,7 @@ class _TagAutoCreation:
             self._retain()
 
     def _auto_tags(self) -> list[Tag]:
-        return [t for t in read_tags(self.tags) if self.period.is_auto_tag(t.name)]
+        return [t for t in self.tags.tags() if self.period.is_auto_tag(t.name)]
 
     def _retain(self) -> None:
         """Only auto-created tags count; the oldest snapshots' go first."""
@@ -260,7 +259,7 @@ def _batch_creation(file_io: FileIO, table_path: str, opts: TagAutoOptions, dele
         return
     # every tag counts here (Java's TagBatchCreation): whole snapshots' tags while that stays
     # above the limit, then the oldest-written tags of the next snapshot
-    all_tags = read_tags(tags)
+    all_tags = tags.tags()
     count = len(all_tags)
     by_snapshot: dict[int, list[str]] = {}
     for t in all_tags:

@@ -18,7 +18,6 @@ from lakeformat import clock
 from lakeformat.errors import InvalidOptionError
 from lakeformat.meta.tag import Tag, TagManager
 from lakeformat.operation.maintain.cleanup import OlderThan
-from lakeformat.operation.maintain.survey import read_tags
 from lakeformat.operation.maintain.tag_period import local_time
 from lakeformat.operation.maintain.tags import delete_tag
 from lakeformat.operation.support import EXPIRE_TAGS, check_supported
@@ -66,7 +65,7 @@ def expired_tags(file_io: FileIO, table_path: str, older_than: OlderThan = None,
     now = clock.local_now() if now is None else now
     cut = tags_cutoff(older_than, now)
     manager = TagManager(file_io, table_path)
-    tags = read_tags(manager)
+    tags = manager.tags()
     mtimes: dict[str, float] | None = None
     out: list[tuple[Tag, str]] = []
     for tag in tags:

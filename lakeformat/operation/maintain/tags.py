@@ -27,7 +27,6 @@ from lakeformat.meta.snapshot import SnapshotManager
 from lakeformat.meta.tag import Tag, TagManager, check_tag_name
 from lakeformat.operation.maintain.cleanup import delete_together
 from lakeformat.operation.maintain.references import TableReferences, keep_branch_files
-from lakeformat.operation.maintain.survey import read_tags
 from lakeformat.options import parse_duration
 from lakeformat.results import MaintenanceResult, TagInfo
 from lakeformat.schema.table_schema import TableSchema
@@ -41,7 +40,7 @@ def tag_info(tag: Tag) -> TagInfo:
 
 def list_tags(file_io: FileIO, table_path: str) -> list[TagInfo]:
     """Every tag, ordered by tagged snapshot id then name."""
-    return [tag_info(t) for t in read_tags(TagManager(file_io, table_path))]
+    return [tag_info(t) for t in TagManager(file_io, table_path).tags()]
 
 
 def create_tag(file_io: FileIO, table_path: str, name: str, snapshot_id: int | None = None,
@@ -76,7 +75,7 @@ def delete_tag(file_io: FileIO, table_path: str, schema: TableSchema, table_name
     tag = manager.get(name)
     result = MaintenanceResult(table_name, "delete-tag", dry_run=dry_run)
     sm = SnapshotManager(file_io, table_path)
-    others = [t for t in read_tags(manager) if t.name != name and t.name not in excluded]
+    others = [t for t in manager.tags() if t.name != name and t.name not in excluded]
     tag_file = manager.tag_path(name)
     if sm.exists(tag.snapshot_id) or any(t.snapshot_id == tag.snapshot_id for t in others):
         result.deleted = [tag_file]
